@@ -1,0 +1,108 @@
+"""Scope, Ctx and the run's Timeline: what every call carries."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from agentkit.kernel.errors import InvalidArgumentType
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The tenant bucket every backend keys on.
+
+    ``""`` is normalised to ``None`` so the two spellings of "unset" are one bucket.
+    """
+
+    org_id: str | None = None
+    domain_id: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("org_id", "domain_id"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgumentType(
+                    f"Scope.{name} must be a str or None, got {type(value).__name__}"
+                )
+            if value == "":
+                object.__setattr__(self, name, None)
+
+    @property
+    def complete(self) -> bool:
+        """Both ids set: the only scope a multi-tenant backend may serve."""
+        return self.org_id is not None and self.domain_id is not None
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        """A plain tuple, for stores that index buckets by value."""
+        return (self.org_id, self.domain_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One thing that happened during a run, for traces and audits."""
+
+    kind: str
+    data: Mapping[str, Any]
+    at: float
+
+
+class Timeline:
+    """Append-only, ordered record of a run's observations.
+
+    Appends take a lock because sync backends observe from worker threads.
+    """
+
+    __slots__ = ("_items", "_lock")
+
+    def __init__(self) -> None:
+        self._items: list[Observation] = []
+        self._lock = threading.Lock()
+
+    def append(self, observation: Observation) -> None:
+        with self._lock:
+            self._items.append(observation)
+
+    def of(self, kind: str) -> list[Observation]:
+        """Observations of one kind, oldest first."""
+        return [o for o in self._items if o.kind == kind]
+
+    def __iter__(self) -> Iterator[Observation]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Timeline({len(self._items)} observations)"
+
+
+def _run_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(slots=True)
+class Ctx:
+    """The per-run context passed as ``ctx=`` to every memory call."""
+
+    scope: Scope = field(default_factory=Scope)
+    run_id: str = field(default_factory=_run_id, kw_only=True)
+    timeline: Timeline = field(default_factory=Timeline, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, Scope):
+            raise InvalidArgumentType(
+                f"Ctx.scope must be a Scope, got {type(self.scope).__name__}"
+            )
+
+    def observe(self, kind: str, **data: Any) -> Observation:
+        """Record ``kind`` with ``data`` on the timeline and return it."""
+        obs = Observation(kind, MappingProxyType(dict(data)), time.time())
+        self.timeline.append(obs)
+        return obs

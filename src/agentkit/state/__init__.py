@@ -1,0 +1,1 @@
+"""Run state: journal, working context, files and memory."""

@@ -1,0 +1,54 @@
+"""agentkit.state.memory: one protocol, one composite, many sources.
+
+Every source answers ``query(query, *, k, ctx, where=None)`` with ``MemoryItem``s and
+takes ``write(items, *, ctx)``. Composites fan out and merge; decorators add one
+concern each (scope, cache, compaction, read-only).
+"""
+
+
+from agentkit.kernel.errors import CompositeQueryError, CompositeWriteError, MemoryWriteRefused
+from agentkit.state.memory._cached import CachedMemory
+from agentkit.state.memory._compacted import CompactedMemory
+from agentkit.state.memory._composite import CompositeMemory, DedupeMode, OnErrorPolicy
+from agentkit.state.memory._grounding import as_grounder, as_grounding_source, render_grounding
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._protocol import MemorySource, Reranker
+from agentkit.state.memory._readonly import OnWritePolicy, ReadOnlyMemory
+from agentkit.state.memory._rerank import rrf_rerank, score_sort_rerank
+from agentkit.state.memory._scoped import ScopedMemory
+from agentkit.state.memory._sequential import SequentialMemory
+from agentkit.state.memory._sources.files import FileMemory
+from agentkit.state.memory._sources.journal import JournalMemory
+from agentkit.state.memory._sources.scratchpad import ScratchpadMemory
+from agentkit.state.memory._sources.tool import ToolMemory, default_parse
+from agentkit.state.memory._sources.vector import VectorMemory
+
+__all__ = [
+    "CachedMemory",
+    "CompactedMemory",
+    "CompositeMemory",
+    "CompositeQueryError",
+    "CompositeWriteError",
+    "DedupeMode",
+    "FileMemory",
+    "JournalMemory",
+    "MemoryItem",
+    "MemorySource",
+    "MemoryWriteRefused",
+    "OnErrorPolicy",
+    "OnWritePolicy",
+    "ReadOnlyMemory",
+    "Reranker",
+    "ScopedMemory",
+    "ScratchpadMemory",
+    "SequentialMemory",
+    "ToolMemory",
+    "VectorMemory",
+    "as_grounder",
+    "as_grounding_source",
+    "default_parse",
+    "render_grounding",
+    "rrf_rerank",
+    "score_sort_rerank",
+]
+

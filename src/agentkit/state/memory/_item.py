@@ -1,0 +1,57 @@
+"""MemoryItem: the one result shape every source returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.state.memory._frozen import FrozenDict
+from agentkit.state.memory._validate import check_score
+
+
+@dataclass(slots=True)
+class MemoryItem:
+    """One recalled record: text for the agent plus where it came from.
+
+    ``id`` is keyword-only on purpose: the type is built positionally everywhere
+    (``MemoryItem("c", "vector", 0.91, meta)``) and a positional ``id`` would
+    silently rebind those arguments. ``metadata`` is copied into a frozen dict;
+    annotate with ``dataclasses.replace`` instead of mutating.
+    """
+
+    content: str
+    source: str
+    score: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, str):
+            raise InvalidArgumentType(
+                f"MemoryItem.content must be a str, got {type(self.content).__name__}"
+            )
+        if not isinstance(self.source, str):
+            raise InvalidArgumentType(
+                f"MemoryItem.source must be a str, got {type(self.source).__name__}"
+            )
+        if not self.source:
+            raise InvalidArgument("MemoryItem.source must be a non-empty str")
+        if self.id is not None and not isinstance(self.id, str):
+            raise InvalidArgumentType(
+                f"MemoryItem.id must be a str or None, got {type(self.id).__name__}"
+            )
+        self.score = check_score(self.score)
+        meta = self.metadata
+        if type(meta) is not FrozenDict:
+            if not isinstance(meta, Mapping):
+                raise InvalidArgumentType(
+                    f"MemoryItem.metadata must be a mapping, got {type(meta).__name__}"
+                )
+            for key in meta:
+                if not isinstance(key, str):
+                    raise InvalidArgumentType(
+                        f"MemoryItem.metadata keys must be str, got {type(key).__name__}"
+                    )
+            self.metadata = FrozenDict(meta)

@@ -1,0 +1,57 @@
+"""Argument checks shared by every source, run before anything is touched."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+
+
+def check_k(k: object) -> int:
+    """``k`` must be a real int (not a bool) and at least 1."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidArgumentType(f"k must be an int, got {type(k).__name__}")
+    if k < 1:
+        raise InvalidArgument(f"k must be >= 1, got {k}")
+    return k
+
+
+def check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise InvalidArgumentType(f"query must be a str, got {type(query).__name__}")
+    return query
+
+
+def check_where(where: object) -> dict[str, Any] | None:
+    """``where`` is ``None`` or a mapping with str keys; returns a plain dict copy."""
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise InvalidArgumentType(f"where must be a mapping or None, got {type(where).__name__}")
+    for key in where:
+        if not isinstance(key, str):
+            raise InvalidArgumentType(f"where keys must be str, got {type(key).__name__}")
+    return dict(where)
+
+
+def check_score(score: object) -> float | None:
+    """A score is ``None`` or a finite real number, returned as a plain float."""
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, numbers.Real):
+        raise InvalidArgumentType(
+            f"score must be a finite number or None, got {type(score).__name__}"
+        )
+    value = float(score)
+    if not math.isfinite(value):
+        raise InvalidArgument(f"score must be a finite number, got {value!r}")
+    return value
+
+
+def check_choice(name: str, value: object, allowed: tuple[object, ...]) -> None:
+    """Policy strings are checked at construction so a typo fails where it is made."""
+    if value not in allowed:
+        raise InvalidArgument(f"unknown {name} {value!r}; expected one of {allowed!r}")

@@ -1,0 +1,90 @@
+"""The vector seam: Chunk, VectorPort, Embedder, and the one ``where`` rule."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgumentType
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One stored record: an id unique within its scope, its text, its tags."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidArgumentType(f"Chunk.id must be a non-empty str, got {self.id!r}")
+        if not isinstance(self.text, str):
+            raise InvalidArgumentType(
+                f"Chunk.text must be a str, got {type(self.text).__name__}"
+            )
+        if not isinstance(self.metadata, Mapping):
+            raise InvalidArgumentType(
+                f"Chunk.metadata must be a mapping, got {type(self.metadata).__name__}"
+            )
+
+
+@runtime_checkable
+class VectorPort(Protocol):
+    """Text in, scored chunks out; the store embeds. Every call is bucketed by scope."""
+
+    async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None: ...
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]: ...
+
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to L2-normalised float32 rows of width ``dim``."""
+
+    dim: int
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+def matches_where(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
+    """The ``where`` rule every store shares: equality per key; a list/tuple/set is any-of.
+
+    A missing key never matches, so a filter cannot be satisfied by absence.
+    """
+    if not where:
+        return True
+    for key, wanted in where.items():
+        if key not in metadata:
+            return False
+        value = metadata[key]
+        if isinstance(wanted, (list, tuple, set, frozenset)):
+            if not any(_equal(value, w) for w in wanted):
+                return False
+        elif not _equal(value, wanted):
+            return False
+    return True
+
+
+def _equal(a: Any, b: Any) -> bool:
+    # True == 1 in Python; a filter on a bool must not match an int and vice versa.
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
