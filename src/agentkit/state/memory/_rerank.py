@@ -1,0 +1,121 @@
+"""Rerankers: put a merged pool on one axis, best first, cut to ``k``.
+
+Sources score on their own scales (cosine in [-1, 1], BM25 unbounded, recency as a
+timestamp), so sorting raw scores from several of them together is not a ranking: the
+source with the largest numbers wins every slot. ``score_sort_rerank`` does exactly that
+and is right when the pool shares one scale; ``rrf_rerank`` ignores the raw values and
+fuses positions instead, which is the remedy when it does not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from operator import attrgetter
+
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._validate import check_k
+
+RRF_K = 60
+"""The rank constant of reciprocal rank fusion (Cormack et al.): damps the head."""
+
+SourceRanks = Mapping[int, Mapping[str, int]]
+"""``{id(item): {source name: 1-based rank in that source's own list}}``."""
+
+_SOURCE_RANKS: ContextVar[Callable[[], SourceRanks] | None] = ContextVar(
+    "agentkit_memory_source_ranks", default=None
+)
+"""Set by CompositeMemory around its reranker call.
+
+A merged pool has lost the per-source order RRF needs (and a dedupe survivor stands
+for several copies at several ranks). The composite publishes a lazy thunk here so
+only a reranker that asks pays to build the map.
+"""
+
+_score = attrgetter("score")
+
+
+async def score_sort_rerank(query: str, items: list[MemoryItem], *, k: int) -> list[MemoryItem]:
+    """Sort by the backends' raw ``score``, descending; ``None`` sinks but stays.
+
+    The output score is the input score, untouched, so it only means something when
+    every item came from one scale. Mixed sources let the widest scale take the top
+    slots (BM25's 12.3 beats any cosine); use :func:`rrf_rerank` for those. The sort
+    is stable, so equal scores keep pool order, and an unranked source (a tool, a
+    journal) still surfaces after the ranked ones.
+    """
+    k = check_k(k)
+    scored = [item for item in items if item.score is not None]
+    if len(scored) == len(items):
+        ranked = sorted(items, key=_score, reverse=True)  # reverse keeps stability
+    else:
+        scored.sort(key=_score, reverse=True)
+        ranked = scored + [item for item in items if item.score is None]
+    return ranked[:k]
+
+
+async def rrf_rerank(
+    query: str,
+    items: list[MemoryItem],
+    *,
+    k: int,
+    weights: Mapping[str, float] | None = None,
+) -> list[MemoryItem]:
+    """Reciprocal rank fusion: score = sum of ``weight / (60 + rank)`` per source.
+
+    Raw scores are discarded; only each source's own ordering counts, so a cosine
+    source and a BM25 source meet on equal terms and an item several sources agree on
+    rises. The returned items carry the fused score (new objects; the inputs are not
+    touched). ``weights`` maps source name to a multiplier (default 1.0); bind it with
+    ``functools.partial``. Ranks come from the composite that called us when it
+    published them, otherwise from each item's position among same-source items here.
+    """
+    k = check_k(k)
+    weight = _check_weights(weights)
+    thunk = _SOURCE_RANKS.get()
+    published = thunk() if thunk is not None else None
+    seen: dict[str, int] = {}
+    fused: list[tuple[float, int, MemoryItem]] = []
+    for position, item in enumerate(items):
+        ranks = published.get(id(item)) if published is not None else None
+        if ranks is None:
+            ranks = {}
+            for src in _sources_of(item):
+                rank = seen.get(src, 0) + 1
+                seen[src] = rank
+                ranks[src] = rank
+        total = math.fsum(weight(src) / (RRF_K + rank) for src, rank in ranks.items())
+        fused.append((total, position, item))
+    fused.sort(key=lambda entry: (-entry[0], entry[1]))
+    return [dataclasses.replace(item, score=total) for total, _, item in fused[:k]]
+
+
+def _sources_of(item: MemoryItem) -> tuple[str, ...]:
+    """A dedupe survivor speaks for every source that held a copy."""
+    stamped = item.metadata.get("dedupe_sources")
+    if isinstance(stamped, tuple) and stamped:
+        return stamped if item.source in stamped else (*stamped, item.source)
+    return (item.source,)
+
+
+def _check_weights(weights: Mapping[str, float] | None) -> Callable[[str], float]:
+    if weights is None:
+        return lambda _src: 1.0
+    if not isinstance(weights, Mapping):
+        raise InvalidArgumentType(
+            f"weights must be a mapping of source name to number, got {type(weights).__name__}"
+        )
+    table: dict[str, float] = {}
+    for src, value in weights.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InvalidArgumentType(
+                f"weights[{src!r}] must be a number, got {type(value).__name__}"
+            )
+        if not math.isfinite(value) or value < 0:
+            raise InvalidArgument(f"weights[{src!r}] must be finite and >= 0, got {value!r}")
+        table[src] = float(value)
+    return lambda src: table.get(src, 1.0)

@@ -1,0 +1,108 @@
+"""SequentialMemory: tiers tried in order until ``k`` items are in hand."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.errors import CompositeQueryError
+from agentkit.state.memory._composite import (
+    _ON_ERROR,
+    OnErrorPolicy,
+    _check_sources,
+    _materialise,
+    _member_keys,
+)
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._protocol import MemorySource, accepts_writes
+from agentkit.state.memory._validate import check_choice, check_k, check_query, check_where
+
+
+@dataclass
+class SequentialMemory:
+    """Cache-then-fallback: a later tier is asked only for what earlier ones lacked.
+
+    Each tier gets ``k - len(collected)``; a tier that fills the quota ends the walk,
+    so the expensive source is not called when the cheap one answered. Results keep
+    tier order. There is no dedupe: collapsing a copy afterwards would leave a short
+    list with no tier left to backfill from. Wrap the chain in
+    ``CompositeMemory([chain], dedupe="id")`` when one arm's dedupe is enough.
+
+    ``on_error="skip"`` lets a failing tier fall through to the next, leaving a
+    ``memory.source_failed`` observation; if every tier that was tried failed the
+    query raises all the same. ``"raise"`` wraps the first failure in
+    CompositeQueryError, with what earlier tiers returned under ``succeeded``.
+    """
+
+    sources: list[MemorySource]
+    name: str = "sequential"
+    on_error: OnErrorPolicy = field(default="raise", kw_only=True)
+
+    def __post_init__(self) -> None:
+        self.sources = _check_sources(self.sources)
+        check_choice("on_error", self.on_error, _ON_ERROR)
+
+    @property
+    def accepts_writes(self) -> bool:
+        """The first tier's answer: it is the only one a write reaches (none: False)."""
+        return bool(self.sources) and accepts_writes(self.sources[0])
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        query = check_query(query)
+        k = check_k(k)
+        where = check_where(where)
+        sources = list(self.sources)
+        keys = _member_keys(sources)
+        collected: list[MemoryItem] = []
+        succeeded: dict[str, list[MemoryItem]] = {}
+        failed: dict[str, BaseException] = {}
+        for key, source in zip(keys, sources, strict=True):
+            need = k - len(collected)
+            if need <= 0:
+                break
+            start = time.monotonic()
+            try:
+                got = list(
+                    await source.query(
+                        query, k=need, ctx=ctx, where=None if where is None else dict(where)
+                    )
+                )
+            except Exception as exc:
+                if self.on_error == "raise":
+                    raise CompositeQueryError(
+                        succeeded=succeeded, failed={key: exc}
+                    ) from exc
+                failed[key] = exc
+                ctx.observe(
+                    "memory.source_failed",
+                    source=key,
+                    error=type(exc).__name__,
+                    elapsed=time.monotonic() - start,
+                )
+                continue
+            succeeded[key] = got
+            collected.extend(got[:need])
+        if failed and not succeeded:
+            raise CompositeQueryError(succeeded=succeeded, failed=failed)
+        return collected
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Write to the first tier only; later tiers are read-only from here.
+
+        An empty write returns before any tier is touched. With no tiers there is no
+        target: the call stores nothing, which ``accepts_writes = False`` declares.
+        """
+        batch = _materialise(items)
+        if not batch or not self.sources:
+            return
+        await self.sources[0].write(batch, ctx=ctx)
