@@ -1,0 +1,146 @@
+"""CachedMemory: hot queries answered without touching the wrapped source."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx, Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, ScopeViolation
+from agentkit.state.memory._composite import _check_member
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._protocol import MemorySource, accepts_writes
+from agentkit.state.memory._validate import check_k, check_query, check_where
+
+_Key = tuple[Scope, str, int, Hashable]
+
+
+class _Unhashable(Exception):
+    """A ``where`` value we cannot key on; such a query bypasses the cache."""
+
+
+@dataclass
+class CachedMemory:
+    """Cache ``query`` results for ``ttl_seconds`` (monotonic clock).
+
+    The key is ``(ctx.scope, query, k, where)``: the scope is in it so one tenant's
+    entry is never served to another, and ``where`` enters with its values in a
+    canonical form (key order ignored, lists and nested mappings allowed) so two
+    different filters never share an entry. A ``where`` that cannot be keyed goes
+    straight to the wrapped source. Full cache: the oldest insertion is dropped.
+
+    ``strict_scope=True`` refuses a query without a complete scope (ScopeViolation)
+    before anything is looked up. Writes go to the wrapped source, then empty the
+    cache; a query already in flight when a write lands does not store its (possibly
+    stale) answer. Not thread-safe: one event loop per instance.
+    """
+
+    inner: MemorySource
+    ttl_seconds: float = 60.0
+    max_entries: int = 256
+    name: str = ""
+    strict_scope: bool = False
+    _entries: dict[_Key, tuple[float, tuple[MemoryItem, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _generation: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_member(self.inner, "inner")
+        ttl = self.ttl_seconds
+        if isinstance(ttl, bool) or not isinstance(ttl, numbers.Real):
+            raise InvalidArgumentType(f"ttl_seconds must be a number, got {type(ttl).__name__}")
+        if math.isnan(ttl) or ttl <= 0:
+            raise InvalidArgument(f"ttl_seconds must be > 0, got {ttl!r}")
+        size = self.max_entries
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise InvalidArgumentType(f"max_entries must be an int, got {type(size).__name__}")
+        if size < 1:
+            raise InvalidArgument(f"max_entries must be >= 1, got {size!r}")
+        if not self.name:
+            self.name = self.inner.name
+
+    @property
+    def accepts_writes(self) -> bool:
+        """The cache stores nothing durably; the wrapped source decides."""
+        return accepts_writes(self.inner)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        query = check_query(query)
+        k = check_k(k)
+        where = check_where(where)
+        if self.strict_scope and not ctx.scope.complete:
+            raise ScopeViolation(
+                f"memory source {self.name!r} (strict_scope) needs a complete scope, "
+                f"got {ctx.scope!r}"
+            )
+        try:
+            key: _Key = (ctx.scope, query, k, _canonical(where))
+        except _Unhashable:
+            return list(await self.inner.query(query, k=k, ctx=ctx, where=where))
+        now = time.monotonic()
+        hit = self._entries.get(key)
+        if hit is not None:
+            if now < hit[0]:
+                return list(hit[1])
+            del self._entries[key]
+        generation = self._generation
+        items = tuple(await self.inner.query(query, k=k, ctx=ctx, where=where))
+        if generation == self._generation:
+            self._store(key, items)
+        return list(items)
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Forward, then invalidate (even if the write failed part-way)."""
+        try:
+            await self.inner.write(items, ctx=ctx)
+        finally:
+            self.clear()
+
+    def clear(self) -> None:
+        """Drop every entry and fence off queries that started before now."""
+        self._entries.clear()
+        self._generation += 1
+
+    def _store(self, key: _Key, items: tuple[MemoryItem, ...]) -> None:
+        entries = self._entries
+        entries.pop(key, None)
+        while len(entries) >= self.max_entries:
+            del entries[next(iter(entries))]
+        entries[key] = (time.monotonic() + self.ttl_seconds, items)
+
+
+def _canonical(value: object) -> Hashable:
+    """A hashable stand-in for a ``where`` value that keeps every distinction.
+
+    Mappings become frozensets of pairs (order-free); lists and tuples stay ordered
+    (a reordered any-of list is at worst a miss); sets become frozensets. The type
+    name rides along so ``1`` and ``"1"`` (and ``1`` and ``True``) never collide.
+    """
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return ("map", frozenset((_canonical(k), _canonical(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_canonical(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(_canonical(v) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        raise _Unhashable from None
+    return (type(value).__qualname__, value)

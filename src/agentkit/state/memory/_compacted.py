@@ -1,0 +1,90 @@
+"""CompactedMemory: shrink each recalled item so the prompt budget holds."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.messages import Message
+from agentkit.state.memory._composite import _check_member, _settle_all
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._protocol import MemorySource, accepts_writes
+from agentkit.state.memory._validate import check_k, check_query, check_where
+
+
+@dataclass
+class CompactedMemory:
+    """Run each item's content through a Compactor, one item at a time.
+
+    A Compactor works on messages, so each item's content goes in as one
+    ``Message("user", content)`` and the contents of what comes back, joined by
+    newlines, become the new content; score, id, source and metadata are kept. Items
+    are compacted concurrently. ``max_items`` caps the list (applied before compaction,
+    which is one-to-one, so no work is spent on items that would be dropped).
+    Writes pass straight through: compaction is a read-side concern.
+    """
+
+    inner: MemorySource
+    compactor: Any
+    max_items: int | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        _check_member(self.inner, "inner")
+        if not callable(getattr(self.compactor, "compact", None)):
+            raise InvalidArgumentType(
+                f"compactor must have an async compact(messages, *, ctx), "
+                f"got {type(self.compactor).__name__}"
+            )
+        cap = self.max_items
+        if cap is not None:
+            if isinstance(cap, bool) or not isinstance(cap, int):
+                raise InvalidArgumentType(
+                    f"max_items must be an int or None, got {type(cap).__name__}"
+                )
+            if cap < 1:
+                raise InvalidArgument(f"max_items must be >= 1 or None, got {cap!r}")
+        if not self.name:
+            self.name = self.inner.name
+
+    @property
+    def accepts_writes(self) -> bool:
+        """Writes pass through untouched, so the wrapped source decides."""
+        return accepts_writes(self.inner)
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        query = check_query(query)
+        k = check_k(k)
+        where = check_where(where)
+        items = list(await self.inner.query(query, k=k, ctx=ctx, where=where))
+        if self.max_items is not None:
+            items = items[: self.max_items]
+        if not items:
+            return []
+        outcomes = await _settle_all([self._compact_one(item, ctx) for item in items])
+        for ok, value, _ in outcomes:
+            if not ok:
+                raise value
+        return [value for _, value, _ in outcomes]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        await self.inner.write(items, ctx=ctx)
+
+    async def _compact_one(self, item: MemoryItem, ctx: Ctx) -> tuple[bool, Any, float]:
+        try:
+            messages = await self.compactor.compact([Message("user", item.content)], ctx=ctx)
+            content = "\n".join(message.content for message in messages)
+            return (True, dataclasses.replace(item, content=content), 0.0)
+        except Exception as exc:
+            return (False, exc, 0.0)

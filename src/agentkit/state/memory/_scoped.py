@@ -1,0 +1,84 @@
+"""ScopedMemory: refuse to run without the tenant boundary the caller demands."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation
+from agentkit.state.memory._composite import _check_member
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._protocol import MemorySource, accepts_writes
+from agentkit.state.memory._validate import check_k, check_query, check_where
+
+
+@dataclass
+class ScopedMemory:
+    """Fail-loud tenant guard: every query and write runs ``enforce(ctx)`` first.
+
+    The default demands a complete scope (org and domain both set). A custom
+    ``enforce`` (sync or async) may pin a stricter rule; a falsy answer or any
+    exception it raises becomes ScopeViolation (a PermissionError) with the original
+    chained, and the wrapped source is not touched. ``name=""`` mirrors the wrapped
+    source so the guard is invisible in attribution.
+    """
+
+    inner: MemorySource
+    enforce: Callable[[Ctx], Any] | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        _check_member(self.inner, "inner")
+        if self.enforce is not None and not callable(self.enforce):
+            raise InvalidArgumentType(
+                f"enforce must be a callable or None, got {type(self.enforce).__name__}"
+            )
+        if not self.name:
+            self.name = self.inner.name
+
+    @property
+    def accepts_writes(self) -> bool:
+        """The wrapped source's answer: a guarded read-only source is still read-only."""
+        return accepts_writes(self.inner)
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        check_query(query)
+        check_k(k)
+        check_where(where)
+        await self._guard(ctx)
+        return await self.inner.query(query, k=k, ctx=ctx, where=where)
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        await self._guard(ctx)
+        await self.inner.write(items, ctx=ctx)
+
+    async def _guard(self, ctx: Ctx) -> None:
+        if self.enforce is None:
+            if not ctx.scope.complete:
+                raise ScopeViolation(
+                    f"memory source {self.name!r} needs a complete scope "
+                    f"(org_id and domain_id set), got {ctx.scope!r}"
+                )
+            return
+        try:
+            verdict = self.enforce(ctx)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except Exception as exc:
+            raise ScopeViolation(
+                f"memory source {self.name!r}: scope check raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not verdict:
+            raise ScopeViolation(
+                f"memory source {self.name!r}: scope check refused {ctx.scope!r}"
+            )
