@@ -1,0 +1,338 @@
+"""InMemoryVectorStore: one contiguous float32 matrix per tenant bucket.
+
+Search is one matrix product over the bucket's live rows plus ``argpartition``
+for the top k, so its cost stays close to the bare numpy floor. Rows live in a
+capacity-doubling buffer: adding vectors writes into spare rows and only a
+growth step copies, so the amortised cost of an add does not depend on how
+many rows are already stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.vector.hashing import HashingEmbedder
+from agentkit.vector.port import Chunk, Embedder, matches_where
+
+Matrix = npt.NDArray[np.float32]
+
+# Buckets bigger than this are searched (and mutated) in a worker thread: the
+# product takes milliseconds there and the event loop must keep running.
+_THREAD_ROWS = 20_000
+_MIN_CAPACITY = 16
+
+
+@dataclass(eq=False)
+class _Snapshot:
+    """The rows a search reads. Never modified in place while ``readers`` > 0."""
+
+    matrix: Matrix
+    chunks: list[Chunk]
+    readers: int = 0
+
+
+@dataclass(eq=False)
+class _Bucket:
+    """One scope's records. ``lock`` is held only for short bookkeeping.
+
+    Searches pin the current snapshot and compute outside the lock. Appends
+    write past every pinned reader's row count, so they never disturb one; a
+    replace or delete while a search is pinned first copies the snapshot
+    (copy-on-write) so the reader keeps a consistent view.
+    """
+
+    dim: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    index: dict[str, int] = field(default_factory=dict)
+    snap: _Snapshot = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.snap = _Snapshot(np.empty((0, self.dim), dtype=np.float32), [])
+
+    def size(self) -> int:
+        return len(self.snap.chunks)
+
+    def _writable(self) -> _Snapshot:
+        snap = self.snap
+        if snap.readers:
+            snap = _Snapshot(snap.matrix.copy(), list(snap.chunks))
+            self.snap = snap
+        return snap
+
+    def apply(self, chunks: list[Chunk], vectors: Matrix) -> None:
+        """Insert or replace by id; within one batch the last copy of an id wins."""
+        last = {c.id: i for i, c in enumerate(chunks)}
+        with self.lock:
+            replace = [(self.index[cid], i) for cid, i in last.items() if cid in self.index]
+            append = [i for cid, i in last.items() if cid not in self.index]
+            if replace:
+                snap = self._writable()
+                rows = [r for r, _ in replace]
+                snap.matrix[rows] = vectors[[i for _, i in replace]]
+                for row, i in replace:
+                    snap.chunks[row] = chunks[i]
+            if append:
+                snap = self.snap
+                n = len(snap.chunks)
+                need = n + len(append)
+                if need > snap.matrix.shape[0]:
+                    grown = np.empty(
+                        (max(need, 2 * snap.matrix.shape[0], _MIN_CAPACITY), self.dim),
+                        dtype=np.float32,
+                    )
+                    grown[:n] = snap.matrix[:n]
+                    snap.matrix = grown  # pinned readers keep their own reference
+                snap.matrix[n:need] = vectors[append]
+                for offset, i in enumerate(append):
+                    self.index[chunks[i].id] = n + offset
+                snap.chunks.extend(chunks[i] for i in append)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Delete by swapping the last live row into the hole: O(1) per id."""
+        with self.lock:
+            present = [cid for cid in dict.fromkeys(ids) if cid in self.index]
+            if not present:
+                return
+            snap = self._writable()
+            for cid in present:
+                row = self.index.pop(cid)
+                last = len(snap.chunks) - 1
+                if row != last:
+                    snap.matrix[row] = snap.matrix[last]
+                    moved = snap.chunks[last]
+                    snap.chunks[row] = moved
+                    self.index[moved.id] = row
+                snap.chunks.pop()
+
+    def search(
+        self, query: Matrix, k: int, where: dict[str, Any] | None
+    ) -> list[tuple[float, Chunk]]:
+        with self.lock:
+            snap = self.snap
+            snap.readers += 1
+            n = len(snap.chunks)
+            matrix = snap.matrix
+        try:
+            return _top_k(matrix[:n], snap.chunks, n, query, k, where)
+        finally:
+            with self.lock:
+                snap.readers -= 1
+
+
+def _top_k(
+    matrix: Matrix,
+    chunks: list[Chunk],
+    n: int,
+    query: Matrix,
+    k: int,
+    where: dict[str, Any] | None,
+) -> list[tuple[float, Chunk]]:
+    if n == 0:
+        return []
+    scores = matrix @ query
+    valid = n
+    if where:
+        # The filter is a row mask applied BEFORE the cut, so a selective filter
+        # still returns up to k matches instead of whatever survived the top k.
+        mask = np.fromiter(
+            (matches_where(chunks[i].metadata, where) for i in range(n)), dtype=bool, count=n
+        )
+        valid = int(mask.sum())
+        if valid == 0:
+            return []
+        scores = np.where(mask, scores, np.float32(-np.inf))
+    kk = min(k, valid)
+    top = np.arange(n) if kk == n else np.argpartition(scores, n - kk)[n - kk :]
+    top.sort()  # row order first, so equal scores come back in a stable order
+    order = top[np.argsort(-scores[top], kind="stable")]
+    return [(float(scores[i]), _copy(chunks[i])) for i in order]
+
+
+def _copy(chunk: Chunk) -> Chunk:
+    """Metadata is deep-copied in and out: no caller mutation reaches the store."""
+    try:
+        metadata = copy.deepcopy(dict(chunk.metadata))
+    except Exception as exc:
+        raise InvalidArgument(
+            f"metadata of chunk {chunk.id!r} cannot be copied ({type(exc).__name__}: {exc})"
+        ) from exc
+    return Chunk(chunk.id, chunk.text, metadata)
+
+
+# agentkit.vector depends on the kernel only, so the argument checks the memory
+# sources share are restated here rather than imported from agentkit.state.
+def _check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise InvalidArgumentType(f"query must be a str, got {type(query).__name__}")
+    return query
+
+
+def _check_k(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidArgumentType(f"k must be an int, got {type(k).__name__}")
+    if k < 1:
+        raise InvalidArgument(f"k must be >= 1, got {k}")
+    return k
+
+
+def _check_where(where: object) -> dict[str, Any] | None:
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise InvalidArgumentType(f"where must be a mapping or None, got {type(where).__name__}")
+    for key in where:
+        if not isinstance(key, str):
+            raise InvalidArgumentType(f"where keys must be str, got {type(key).__name__}")
+    return dict(where)
+
+
+def _check_scope(scope: object) -> Scope:
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+    return scope
+
+
+def _check_chunks(chunks: object) -> list[Chunk]:
+    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
+        raise InvalidArgumentType(
+            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
+        )
+    out = list(chunks)
+    for i, chunk in enumerate(out):
+        if not isinstance(chunk, Chunk):
+            raise InvalidArgumentType(f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}")
+    return out
+
+
+def _check_ids(ids: object) -> list[str]:
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
+    out = list(ids)
+    for i, cid in enumerate(out):
+        if not isinstance(cid, str):
+            raise InvalidArgumentType(f"ids[{i}] must be a str, got {type(cid).__name__}")
+    return out
+
+
+def _normalised(vectors: object, rows: int, dim: int, what: str) -> Matrix:
+    """float32, C-contiguous, finite, unit rows (zero rows stay zero)."""
+    try:
+        array = np.array(vectors, dtype=np.float32, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentType(f"{what} must be a numeric array: {exc}") from exc
+    if array.shape != (rows, dim):
+        raise InvalidArgument(f"{what} must have shape ({rows}, {dim}), got {array.shape}")
+    if not np.isfinite(array).all():
+        raise InvalidArgument(f"{what} contains NaN or infinity")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    np.divide(array, norms, out=array, where=norms > 0)
+    return array
+
+
+class InMemoryVectorStore:
+    """A VectorPort held in process memory, bucketed by Scope.
+
+    Each scope is its own bucket with its own matrix; a search only ever reads
+    the caller's bucket, so tenant isolation is structural rather than a filter.
+    The same id in two scopes is two records. Nothing is persisted.
+    """
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        dim = getattr(self.embedder, "dim", None)
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidArgument(f"embedder.dim must be a positive int, got {dim!r}")
+        self.dim: int = dim
+        self._buckets: dict[Scope, _Bucket] = {}
+        self._buckets_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"InMemoryVectorStore(embedder={self.embedder!r}, buckets={len(self._buckets)})"
+
+    def _bucket(self, scope: Scope) -> _Bucket:
+        with self._buckets_lock:
+            bucket = self._buckets.get(scope)
+            if bucket is None:
+                bucket = self._buckets[scope] = _Bucket(self.dim)
+            return bucket
+
+    async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
+        """Embed and insert, replacing any record with the same id in this scope."""
+        batch = _check_chunks(chunks)
+        _check_scope(scope)
+        if not batch:
+            return
+        stored = [_copy(c) for c in batch]
+        raw = await self.embedder.embed([c.text for c in batch])
+        vectors = _normalised(raw, len(batch), self.dim, "embedder output")
+        await self._apply(scope, stored, vectors)
+
+    async def upsert_vectors(
+        self, chunks: Sequence[Chunk], vectors: npt.ArrayLike, *, scope: Scope
+    ) -> None:
+        """Insert precomputed embeddings, one row per chunk, skipping the embedder.
+
+        For callers who already hold vectors from the same model as
+        ``embedder``. Rows must be finite with width ``dim``; they are
+        normalised here so cosine stays a plain dot product.
+        """
+        batch = _check_chunks(chunks)
+        _check_scope(scope)
+        matrix = _normalised(vectors, len(batch), self.dim, "vectors")
+        if not batch:
+            return
+        await self._apply(scope, [_copy(c) for c in batch], matrix)
+
+    async def _apply(self, scope: Scope, chunks: list[Chunk], vectors: Matrix) -> None:
+        bucket = self._bucket(scope)
+        if bucket.size() + len(chunks) > _THREAD_ROWS:
+            await asyncio.to_thread(bucket.apply, chunks, vectors)
+        else:
+            bucket.apply(chunks, vectors)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """Top-k by cosine within ``scope``, best first; ``where`` masks rows first."""
+        query = _check_query(query)
+        k = _check_k(k)
+        filters = _check_where(where)
+        _check_scope(scope)
+        bucket = self._buckets.get(scope)
+        if bucket is None or bucket.size() == 0:
+            return []
+        raw = await self.embedder.embed([query])
+        vector = _normalised(raw, 1, self.dim, "embedder output")[0]
+        if bucket.size() > _THREAD_ROWS:
+            return await asyncio.to_thread(bucket.search, vector, k, filters)
+        return bucket.search(vector, k, filters)
+
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
+        """Remove these ids from ``scope``; unknown ids are ignored."""
+        wanted = _check_ids(ids)
+        _check_scope(scope)
+        bucket = self._buckets.get(scope)
+        if bucket is not None and wanted:
+            bucket.remove(wanted)
+
+    async def count(self, *, scope: Scope | None = None) -> int:
+        """Records in ``scope``, or in every bucket when ``scope`` is None."""
+        if scope is None:
+            return sum(b.size() for b in list(self._buckets.values()))
+        bucket = self._buckets.get(_check_scope(scope))
+        return 0 if bucket is None else bucket.size()
