@@ -1,0 +1,233 @@
+"""The file surface FileMemory walks: InMemoryFiles and LocalFiles.
+
+Both speak ``/``-rooted virtual paths and the same three verbs (``view``,
+``create``, ``delete``). A path is checked before anything is touched: ``..``
+components, NUL bytes and backslashes are refused outright rather than
+normalised away, because "normalise then hope" is how ``/../etc`` gets in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import stat
+import tempfile
+
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, PathEscapeError
+
+
+def normalise_path(path: object) -> str:
+    """``/``-rooted canonical form: no empty or ``.`` parts, no trailing slash.
+
+    Raises PathEscapeError for anything that could climb or smuggle (``..``,
+    NUL, backslash) and InvalidArgument for a path that is not ``/``-rooted.
+    """
+    if not isinstance(path, str):
+        raise InvalidArgumentType(f"path must be a str, got {type(path).__name__}")
+    if "\x00" in path:
+        raise PathEscapeError(f"path {path!r} contains a NUL byte")
+    if "\\" in path:
+        raise PathEscapeError(f"path {path!r} contains a backslash; use '/' separators")
+    if not path.startswith("/"):
+        raise InvalidArgument(f"path {path!r} must start with '/'")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise PathEscapeError(f"path {path!r} contains '..'")
+    return "/" + "/".join(parts)
+
+
+def _check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidArgumentType(f"text must be a str, got {type(text).__name__}")
+    return text
+
+
+def _parents(path: str) -> list[str]:
+    """``/a/b/c`` -> ``["/", "/a", "/a/b"]``."""
+    parts = path.strip("/").split("/")
+    return ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+class InMemoryFiles:
+    """A file tree in a dict, for tests and ephemeral runs.
+
+    Directories exist explicitly (created as parents of files), so an empty
+    directory left by a delete still lists, just as it would on disk.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, str] = {}
+        self._dirs: set[str] = {"/"}
+
+    def __repr__(self) -> str:
+        return f"InMemoryFiles({len(self._files)} files)"
+
+    async def view(self, path: str) -> str:
+        """A file's text, or a directory's entries (sub-directories end in ``/``)."""
+        norm = normalise_path(path)
+        if norm in self._files:
+            return self._files[norm]
+        if norm in self._dirs:
+            return "\n".join(self._entries(norm))
+        raise FileNotFoundError(errno.ENOENT, "no such file or directory", norm)
+
+    def _entries(self, directory: str) -> list[str]:
+        prefix = directory.rstrip("/") + "/"
+        names: set[str] = set()
+        for candidate, suffix in [(f, "") for f in self._files] + [(d, "/") for d in self._dirs]:
+            if candidate != directory and candidate.startswith(prefix):
+                rest = candidate[len(prefix) :]
+                if "/" not in rest:
+                    names.add(rest + suffix)
+        return sorted(names)
+
+    async def create(self, path: str, text: str) -> None:
+        """Create or overwrite, making parent directories."""
+        norm = normalise_path(path)
+        _check_text(text)
+        if norm in self._dirs:
+            raise IsADirectoryError(errno.EISDIR, "is a directory", norm)
+        parents = _parents(norm)
+        for parent in parents:
+            if parent in self._files:
+                raise NotADirectoryError(errno.ENOTDIR, "a parent is a file", parent)
+        self._dirs.update(parents)
+        self._files[norm] = text
+
+    async def delete(self, path: str) -> None:
+        """Remove a file or an empty directory."""
+        norm = normalise_path(path)
+        if norm in self._files:
+            del self._files[norm]
+        elif norm == "/":
+            raise InvalidArgument("the root directory cannot be deleted")
+        elif norm in self._dirs:
+            if self._entries(norm):
+                raise OSError(errno.ENOTEMPTY, "directory not empty", norm)
+            self._dirs.discard(norm)
+        else:
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", norm)
+
+
+class LocalFiles:
+    """Real files under ``root``, which no path can leave.
+
+    Every path is normalised, joined under ``root`` and resolved with
+    ``realpath``; a result outside ``root`` (a symlink pointing out, say) is a
+    PathEscapeError. Files are opened with ``O_NOFOLLOW`` and must be regular,
+    so a FIFO or device cannot hang or leak a read. All disk IO runs in a worker
+    thread. Errors name the virtual path, never the host path under ``root``.
+    Text is UTF-8; a file that does not decode raises InvalidArgument naming it.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not isinstance(root, (str, os.PathLike)):
+            raise InvalidArgumentType(f"root must be a path, got {type(root).__name__}")
+        real = os.path.realpath(os.fspath(root))
+        if not os.path.isdir(real):
+            raise NotADirectoryError(errno.ENOTDIR, "root must be an existing directory", real)
+        self.root = real
+
+    def __repr__(self) -> str:
+        return f"LocalFiles({self.root!r})"
+
+    def _resolve(self, path: str) -> tuple[str, str, str]:
+        """(virtual path, lexical host path, resolved host path), escape-checked."""
+        norm = normalise_path(path)
+        lexical = os.path.join(self.root, norm.lstrip("/")) if norm != "/" else self.root
+        real = os.path.realpath(lexical)
+        if not self._inside(real):
+            raise PathEscapeError(f"path {norm!r} resolves outside the files root")
+        return norm, lexical, real
+
+    def _inside(self, real: str) -> bool:
+        return real == self.root or real.startswith(self.root + os.sep)
+
+    async def view(self, path: str) -> str:
+        """A file's text, or a directory's entries (sub-directories end in ``/``)."""
+        return await asyncio.to_thread(self._view, path)
+
+    async def create(self, path: str, text: str) -> None:
+        """Create or overwrite atomically (temp file + rename), making parents."""
+        _check_text(text)
+        await asyncio.to_thread(self._create, path, text)
+
+    async def delete(self, path: str) -> None:
+        """Remove a file, a symlink inside the root, or an empty directory."""
+        await asyncio.to_thread(self._delete, path)
+
+    def _view(self, path: str) -> str:
+        norm, _, real = self._resolve(path)
+        if os.path.isdir(real):
+            return "\n".join(self._list(real))
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", norm) from None
+        except OSError as exc:
+            # ELOOP: the final component became a symlink after we resolved it.
+            raise PathEscapeError(f"path {norm!r} could not be opened safely: {exc}") from None
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InvalidArgument(f"path {norm!r} is not a regular file")
+            data = handle.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidArgument(f"file {norm!r} is not valid UTF-8 text ({exc.reason})") from exc
+
+    def _list(self, real_dir: str) -> list[str]:
+        names = []
+        with os.scandir(real_dir) as entries:
+            for entry in entries:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if entry.is_symlink():
+                    # Only a link that stays inside the root may read as a directory;
+                    # one pointing out lists as a plain name and view refuses it.
+                    target = os.path.realpath(entry.path)
+                    is_dir = self._inside(target) and os.path.isdir(target)
+                names.append(entry.name + ("/" if is_dir else ""))
+        return sorted(names)
+
+    def _create(self, path: str, text: str) -> None:
+        norm, _, real = self._resolve(path)
+        if os.path.isdir(real):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", norm)
+        parent = os.path.dirname(real)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise NotADirectoryError(errno.ENOTDIR, "a parent is a file", norm) from None
+        if not self._inside(os.path.realpath(parent)):
+            raise PathEscapeError(f"path {norm!r} resolves outside the files root")
+        try:
+            mode = stat.S_IMODE(os.stat(real).st_mode)
+        except FileNotFoundError:
+            mode = 0o644
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".agentkit-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text.encode("utf-8"))
+            os.chmod(tmp, mode)  # mkstemp's 0600 would silently tighten the file
+            os.replace(tmp, real)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def _delete(self, path: str) -> None:
+        norm, lexical, real = self._resolve(path)
+        if real == self.root:
+            raise InvalidArgument("the root directory cannot be deleted")
+        try:
+            if os.path.islink(lexical):
+                os.unlink(lexical)  # the link itself, never what it points at
+            elif os.path.isdir(real):
+                os.rmdir(real)
+            else:
+                os.unlink(real)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", norm) from None
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, norm) from None
