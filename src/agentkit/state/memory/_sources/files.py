@@ -1,0 +1,169 @@
+"""FileMemory: lexical recall over a file tree (a memory tool's read side)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, PathEscapeError
+from agentkit.state.files import InMemoryFiles, normalise_path
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._sources._args import check_ctx, check_items
+from agentkit.state.memory._validate import check_k, check_query, check_where
+
+# Files read at once during a walk: enough to overlap disk latency on a
+# thread-backed store without flooding the default executor.
+_READ_CONCURRENCY = 16
+
+
+@dataclass
+class FileMemory:
+    """A MemorySource that walks every file and counts query-term hits.
+
+    The score is, for each lower-cased whitespace-separated query term, how
+    often it occurs in the lower-cased text, summed (for a one-word query, the
+    substring count). Files with no hit are dropped; an empty query therefore
+    matches nothing. Ties break by path so results are repeatable. Each item
+    has ``metadata={"path": p}`` and ``id=p``: the path is the file's key.
+
+    ``where={"path_prefix": "/notes"}`` limits the walk to that directory (it
+    matches ``/notes/a.md``, not ``/notesX/a.md``); any other where key is an
+    error, because a filter must never be silently ignored.
+
+    A file that cannot be read as text (not UTF-8, not a regular file, a
+    symlink out of the root) is skipped rather than failing recall for the
+    whole tree, and recorded on the timeline as ``memory.file_skipped`` with
+    ``source``, ``path`` and ``reason``.
+
+    ``files`` is duck-typed (async ``view``/``create``/``delete``); None means
+    a fresh InMemoryFiles.
+    """
+
+    files: Any = None
+    name: str = "files"
+
+    def __post_init__(self) -> None:
+        if self.files is None:
+            self.files = InMemoryFiles()
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        query = check_query(query)
+        k = check_k(k)
+        filters = check_where(where)
+        ctx = check_ctx(ctx)
+        prefix = _prefix(filters)
+        terms = query.lower().split()
+        if not terms:
+            return []
+        scored: list[tuple[float, str, str]] = []
+        for path, text in await self._walk(prefix, ctx):
+            lowered = text.lower()
+            score = sum(lowered.count(term) for term in terms)
+            if score:
+                scored.append((float(score), path, text))
+        scored.sort(key=lambda hit: (-hit[0], hit[1]))
+        return [
+            MemoryItem(text, self.name, score, {"path": path}, id=path)
+            for score, path, text in scored[:k]
+        ]
+
+    async def _walk(self, prefix: str, ctx: Ctx) -> list[tuple[str, str]]:
+        """Every readable file under ``prefix`` as (path, text)."""
+        paths: list[str] = []
+        pending = ["/"]
+        while pending:
+            directory = pending.pop()
+            try:
+                listing = await self.files.view(directory)
+            except FileNotFoundError:
+                continue  # removed while we walked
+            base = directory.rstrip("/")
+            for line in listing.splitlines():
+                if not line:
+                    continue
+                if line.endswith("/"):
+                    child = f"{base}/{line[:-1]}"
+                    if _overlaps(child, prefix):
+                        pending.append(child)
+                else:
+                    child = f"{base}/{line}"
+                    if _within(child, prefix):
+                        paths.append(child)
+        gate = asyncio.Semaphore(_READ_CONCURRENCY)
+
+        async def read(path: str) -> tuple[str, str] | None:
+            async with gate:
+                try:
+                    text = await self.files.view(path)
+                except FileNotFoundError:
+                    return None
+                except (UnicodeDecodeError, InvalidArgument, PathEscapeError) as exc:
+                    ctx.observe(
+                        "memory.file_skipped",
+                        source=self.name,
+                        path=path,
+                        reason=f"{type(exc).__name__}: {exc}",
+                    )
+                    return None
+            return (path, text) if isinstance(text, str) else None
+
+        results = await asyncio.gather(*(read(p) for p in sorted(paths)))
+        return [r for r in results if r is not None]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Create one file per item, at ``metadata["path"]`` or ``/<sha1>.md``.
+
+        Every target path is checked before the first file is written, so a bad
+        path in the batch leaves the tree untouched.
+        """
+        batch = check_items(items)
+        check_ctx(ctx)
+        targets: list[tuple[str, str]] = []
+        for i, item in enumerate(batch):
+            path = item.metadata.get("path")
+            if path is None:
+                path = "/" + hashlib.sha1(item.content.encode("utf-8")).hexdigest() + ".md"
+            elif not isinstance(path, str):
+                raise InvalidArgumentType(
+                    f"items[{i}].metadata['path'] must be a str, got {type(path).__name__}"
+                )
+            targets.append((normalise_path(path), item.content))
+        for path, text in targets:
+            await self.files.create(path, text)
+
+
+def _prefix(filters: dict[str, Any] | None) -> str:
+    if not filters:
+        return "/"
+    unknown = sorted(set(filters) - {"path_prefix"})
+    if unknown:
+        raise InvalidArgument(
+            f"where keys {unknown} are not supported by FileMemory; only 'path_prefix' is"
+        )
+    prefix = filters["path_prefix"]
+    if not isinstance(prefix, str):
+        raise InvalidArgumentType(
+            f"where['path_prefix'] must be a str, got {type(prefix).__name__}"
+        )
+    return normalise_path(prefix)
+
+
+def _within(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or below it, as a directory: ``/notes`` excludes ``/notesX``."""
+    return prefix == "/" or path == prefix or path.startswith(prefix + "/")
+
+
+def _overlaps(directory: str, prefix: str) -> bool:
+    """Descend into ``directory`` only if it leads to or lies under ``prefix``."""
+    return _within(directory, prefix) or _within(prefix, directory)

@@ -1,0 +1,88 @@
+"""JournalMemory: the run's MutationJournal as a queryable source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.errors import InvalidArgument
+from agentkit.state.journal import MutationJournal
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._sources._args import check_ctx, check_items
+from agentkit.state.memory._validate import check_k, check_query, check_where
+from agentkit.vector.port import matches_where
+
+T = TypeVar("T")
+
+_MISSING = object()
+
+
+@dataclass
+class JournalMemory(Generic[T]):
+    """A MemorySource view on a MutationJournal[T]; read-only by construction.
+
+    Journals are temporal, so there is no relevance ranking: matches are the
+    ``k`` most recent entries whose rendered text contains the query
+    (case-insensitive; ``""`` matches all), newest first, score None. The
+    filter runs before the cut, so an old match still surfaces when newer
+    entries do not match. ``where={"role": r}`` keeps entries whose ``role``
+    attribute equals ``r`` (a list means any of them); entries without one are
+    skipped. The id is the entry's own ``id`` attribute when it has one,
+    otherwise its position in the journal, which is stable because the journal
+    only appends.
+    """
+
+    journal: MutationJournal[T]
+    render: Callable[[T], str]
+    name: str = "journal"
+    accepts_writes = False
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        query = check_query(query)
+        k = check_k(k)
+        filters = check_where(where)
+        check_ctx(ctx)
+        if filters and set(filters) != {"role"}:
+            unknown = sorted(set(filters) - {"role"})
+            raise InvalidArgument(
+                f"where keys {unknown} are not supported by JournalMemory; only 'role' is"
+            )
+        needle = query.lower()
+        entries = self.journal.entries()
+        out: list[MemoryItem] = []
+        for index in range(len(entries) - 1, -1, -1):
+            entry = entries[index]
+            role = getattr(entry, "role", _MISSING)
+            if filters and (role is _MISSING or not matches_where({"role": role}, filters)):
+                continue
+            text = self.render(entry)
+            if needle and needle not in text.lower():
+                continue
+            out.append(self._item(entry, index, text, role))
+            if len(out) == k:
+                break
+        return out
+
+    def _item(self, entry: T, index: int, text: str, role: object) -> MemoryItem:
+        own_id = getattr(entry, "id", None)
+        metadata: dict[str, Any] = {"index": index}
+        if role is not _MISSING:
+            metadata["role"] = role
+        item_id = str(own_id) if own_id is not None else str(index)
+        return MemoryItem(text, self.name, None, metadata, id=item_id)
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Stores nothing: the journal's history is authored by ``journal.record``.
+
+        ``accepts_writes = False`` tells a composite this member did not commit.
+        """
+        check_items(items)

@@ -1,0 +1,86 @@
+"""VectorMemory: the canonical RAG source over any VectorPort."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._sources._args import check_ctx, check_items
+from agentkit.state.memory._validate import check_k, check_query, check_where
+from agentkit.vector.port import Chunk
+
+
+@dataclass
+class VectorMemory:
+    """A MemorySource backed by a VectorPort.
+
+    Tenant isolation is the port's: ``ctx.scope`` is passed as the bucket key on
+    every call. ``where`` is a default filter; a call-time ``where`` merges over
+    it key by key, so a wired-in filter can be narrowed or overridden per query.
+    Chunk ids come back as ``MemoryItem.id`` so a recalled item written back
+    updates its row instead of duplicating it.
+    """
+
+    vector: Any
+    where: dict[str, Any] | None = None
+    name: str = "vector"
+
+    def __post_init__(self) -> None:
+        self.where = check_where(self.where)
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """Top-k within ``ctx.scope``, best first, stamped with this source's name."""
+        query = check_query(query)
+        k = check_k(k)
+        call_where = check_where(where)
+        ctx = check_ctx(ctx)
+        merged = {**(self.where or {}), **(call_where or {})} or None
+        hits = await self.vector.search(query, k=k, scope=ctx.scope, where=merged)
+        return [
+            MemoryItem(chunk.text, self.name, float(score), chunk.metadata, id=chunk.id)
+            for score, chunk in list(hits)[:k]
+        ]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Index items as chunks in ``ctx.scope``.
+
+        The chunk id is ``metadata["id"]`` when the caller names one (an
+        instruction), else ``item.id`` when the item came from THIS source (its
+        provenance), else a fresh uuid. An id recalled from another backend is
+        never trusted: ids are unique only within one backend, and a composite
+        broadcasts every item to every member, so trusting it would overwrite an
+        unrelated row that happens to share the key. ``metadata["id"]`` is always
+        removed from the stored metadata so there is one id, not two.
+        """
+        batch = check_items(items)
+        ctx = check_ctx(ctx)
+        chunks = [self._chunk(item) for item in batch]
+        if chunks:
+            await self.vector.upsert(chunks, scope=ctx.scope)
+
+    def _chunk(self, item: MemoryItem) -> Chunk:
+        metadata = dict(item.metadata)
+        explicit = metadata.pop("id", None)
+        if explicit is not None:
+            if isinstance(explicit, bool) or not isinstance(explicit, (str, int)):
+                raise InvalidArgumentType(
+                    f"metadata['id'] must be a str or int, got {type(explicit).__name__}"
+                )
+            chunk_id = str(explicit)
+        elif item.id is not None and item.source == self.name:
+            chunk_id = item.id
+        else:
+            chunk_id = uuid.uuid4().hex
+        return Chunk(chunk_id, item.content, metadata)
