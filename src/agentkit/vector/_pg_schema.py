@@ -1,0 +1,143 @@
+"""Creating and checking a collection's schema, once, under an advisory lock.
+
+``agentkit_schema`` records, per collection, the schema version, the vector width and
+the embedder that wrote it, so a store opened later with another width or model is
+refused instead of silently mixing incomparable vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from agentkit.kernel.errors import StoreError
+from agentkit.vector._pg_sql import SCHEMA_TABLE
+
+SCHEMA_VERSION = 1
+# Any constant works; it only has to be the same in every process touching the schema.
+_LOCK_KEY = 0x61676B74  # "agkt"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaInfo:
+    version: int
+    dim: int
+    embedder: str
+    pgvector: tuple[int, ...]
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    out: list[int] = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+async def ensure_schema(
+    conn: psycopg.AsyncConnection[tuple[object, ...]],
+    *,
+    collection: str,
+    dim: int,
+    embedder: str,
+    hnsw_m: int,
+    hnsw_ef_construction: int,
+) -> SchemaInfo:
+    """Create the extension, the registry and the collection's table if missing.
+
+    Returns what the registry says, which may differ from ``dim``/``embedder``: the
+    caller decides when a mismatch matters (vector calls), so lexical reads and
+    deletes still work on a store opened with another embedder.
+    """
+    table = sql.Identifier(collection)
+    async with conn.transaction():
+        # Serialises first use across processes: CREATE ... IF NOT EXISTS still races.
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        row = await (
+            await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        ).fetchone()
+        if row is None:
+            try:
+                async with conn.transaction():
+                    await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except psycopg.Error as exc:
+                raise StoreError(
+                    "the pgvector extension is not installed in this database and could not "
+                    f"be created ({exc}); run CREATE EXTENSION vector as a superuser"
+                ) from exc
+            row = await (
+                await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            ).fetchone()
+        pgvector = _version_tuple(str(row[0])) if row else (0,)
+        await conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} ("
+                " collection text PRIMARY KEY,"
+                " version integer NOT NULL,"
+                " dim integer NOT NULL,"
+                " embedder text NOT NULL,"
+                " created_at timestamptz NOT NULL DEFAULT now())"
+            ).format(sql.Identifier(SCHEMA_TABLE))
+        )
+        found = await (
+            await conn.execute(
+                sql.SQL("SELECT version, dim, embedder FROM {} WHERE collection = %s").format(
+                    sql.Identifier(SCHEMA_TABLE)
+                ),
+                (collection,),
+            )
+        ).fetchone()
+        if found is None:
+            version, width, name = SCHEMA_VERSION, dim, embedder
+            await conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} (collection, version, dim, embedder) VALUES (%s, %s, %s, %s)"
+                ).format(sql.Identifier(SCHEMA_TABLE)),
+                (collection, version, width, name),
+            )
+        else:
+            version, width, name = int(found[0]), int(found[1]), str(found[2])  # type: ignore[call-overload]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"collection {collection!r} has schema version {version}, newer than this "
+                    f"agentkit understands ({SCHEMA_VERSION}); upgrade agentkit-memory"
+                )
+        await conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {t} ("
+                " org_id text NOT NULL,"
+                " domain_id text NOT NULL,"
+                " id text NOT NULL,"
+                " text text NOT NULL,"
+                " metadata jsonb NOT NULL DEFAULT '{{}}'::jsonb,"
+                " embedding vector({dim}) NOT NULL,"
+                " tsv tsvector GENERATED ALWAYS AS"
+                " (to_tsvector('english'::regconfig, text)) STORED,"
+                " updated_at timestamptz NOT NULL DEFAULT now(),"
+                " PRIMARY KEY (org_id, domain_id, id))"
+            ).format(t=table, dim=sql.Literal(width))
+        )
+        await conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING hnsw (embedding vector_cosine_ops)"
+                " WITH (m = {m}, ef_construction = {ef})"
+            ).format(
+                i=sql.Identifier(f"{collection}_hnsw"),
+                t=table,
+                m=sql.Literal(hnsw_m),
+                ef=sql.Literal(hnsw_ef_construction),
+            )
+        )
+        await conn.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (tsv)").format(
+                i=sql.Identifier(f"{collection}_tsv"), t=table
+            )
+        )
+        await conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata jsonb_path_ops)"
+            ).format(i=sql.Identifier(f"{collection}_meta"), t=table)
+        )
+    return SchemaInfo(version=version, dim=width, embedder=name, pgvector=pgvector)

@@ -1,0 +1,134 @@
+"""Pure helpers for the PostgreSQL store: names, rows, filters and word queries.
+
+Nothing here touches a connection, so all of it is checked before a query is sent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from psycopg import sql
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.vector.port import Chunk
+
+SCHEMA_TABLE = "agentkit_schema"
+_COLLECTION = re.compile(r"[a-z_][a-z0-9_]{0,47}")
+# Words only: letters and digits (no "_", which the text parser splits on anyway).
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def check_collection(name: object) -> str:
+    """A collection becomes a table name; keep it a plain lower-case identifier."""
+    if not isinstance(name, str):
+        raise InvalidArgumentType(f"collection must be a str, got {type(name).__name__}")
+    if not _COLLECTION.fullmatch(name) or name == SCHEMA_TABLE:
+        raise InvalidArgument(
+            f"collection must match [a-z_][a-z0-9_]* (at most 48 chars) and not be "
+            f"{SCHEMA_TABLE!r}, got {name!r}"
+        )
+    return name
+
+
+def check_scope(scope: object) -> tuple[str, str]:
+    """The two NOT NULL bucket columns; an unset id is stored as ''."""
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+    return (scope.org_id or "", scope.domain_id or "")
+
+
+def check_ids(ids: object) -> list[str]:
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
+    out: list[str] = []
+    for i in ids:
+        if not isinstance(i, str):
+            raise InvalidArgumentType(f"ids must contain only str, got {type(i).__name__}")
+        out.append(i)
+    return out
+
+
+def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
+    """Validate a batch and encode it as (id, text, metadata json) rows.
+
+    Later copies of an id win, exactly as if the batch were upserted one by one (and
+    because one INSERT ... ON CONFLICT cannot touch the same row twice).
+    """
+    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
+        raise InvalidArgumentType(
+            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
+        )
+    rows: dict[str, tuple[str, str, str]] = {}
+    for chunk in chunks:
+        if not isinstance(chunk, Chunk):
+            raise InvalidArgumentType(f"chunks must contain Chunk, got {type(chunk).__name__}")
+        if "\x00" in chunk.id or "\x00" in chunk.text:
+            raise InvalidArgument(f"chunk {chunk.id!r}: PostgreSQL text cannot hold NUL characters")
+        try:
+            meta = json.dumps(dict(chunk.metadata), allow_nan=False, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"chunk {chunk.id!r}: metadata must be JSON-serialisable ({exc})"
+            ) from exc
+        if "\\u0000" in meta:
+            raise InvalidArgument(f"chunk {chunk.id!r}: metadata cannot hold NUL characters")
+        rows.pop(chunk.id, None)
+        rows[chunk.id] = (chunk.id, chunk.text, meta)
+    return list(rows.values())
+
+
+def _pushable(value: Any) -> bool:
+    # Only scalars whose jsonb equality agrees with matches_where's Python equality.
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def where_clause(where: Mapping[str, Any] | None) -> tuple[sql.Composable, list[Any], bool]:
+    """``where`` as jsonb containment, plus whether it was pushed down entirely.
+
+    Containment can only narrow to candidates; every row is re-checked in Python with
+    matches_where, so a key we cannot express is simply left to that re-check (and the
+    caller over-fetches). Any-of values become an OR of containments.
+    """
+    if not where:
+        return sql.SQL(""), [], True
+    parts: list[sql.Composable] = []
+    params: list[Any] = []
+    complete = True
+    for key, wanted in where.items():
+        if isinstance(wanted, (list, tuple, set, frozenset)):
+            options = list(wanted)
+            if not options:
+                return sql.SQL(" AND FALSE"), [], True
+            if not all(_pushable(v) for v in options):
+                complete = False
+                continue
+            ors = sql.SQL(" OR ").join(sql.SQL("metadata @> %s::jsonb") for _ in options)
+            parts.append(sql.SQL("({})").format(ors))
+            params.extend(json.dumps({key: v}) for v in options)
+        elif _pushable(wanted):
+            parts.append(sql.SQL("metadata @> %s::jsonb"))
+            params.append(json.dumps({key: wanted}))
+        else:
+            complete = False
+    if not parts:
+        return sql.SQL(""), [], complete
+    return sql.SQL(" AND ") + sql.SQL(" AND ").join(parts), params, complete
+
+
+def tsquery_text(query: str) -> str | None:
+    """The user's words OR-ed together, in to_tsquery syntax that cannot carry operators.
+
+    Only runs of letters and digits survive, so nothing the user typed is read as
+    tsquery syntax; OR gives BM25-like "any word counts" matching. None: no words.
+    """
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    if not words:
+        return None
+    return " | ".join(words[:256])

@@ -1,0 +1,428 @@
+"""PostgresVectorStore: the same VectorPort, on PostgreSQL + pgvector, for scale-out.
+
+One table per collection, keyed by (org_id, domain_id, id) so every statement names its
+tenant bucket; an HNSW index answers cosine search, a generated ``tsvector`` with a GIN
+index answers word search, and ``jsonb`` metadata takes ``where`` as containment.
+
+Connections come from a psycopg ``AsyncConnectionPool`` opened on first use, so building
+the store costs nothing and a wrong URL fails at the first call with a StoreError. The
+pool belongs to the event loop that first used it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.state.memory._validate import check_k, check_query, check_where
+from agentkit.vector._pg_schema import SchemaInfo, ensure_schema
+from agentkit.vector._pg_sql import (
+    check_collection,
+    check_ids,
+    check_scope,
+    prepare_chunks,
+    tsquery_text,
+    where_clause,
+)
+from agentkit.vector.port import Chunk, Embedder, matches_where
+
+_Conn = psycopg.AsyncConnection[tuple[Any, ...]]
+# Batches at least this large go through COPY into a staging table.
+COPY_THRESHOLD = 256
+
+
+def embedder_name(embedder: Embedder) -> str:
+    """What the registry records: the model when the embedder names one, else its class."""
+    model = getattr(embedder, "model_name", None)
+    if isinstance(model, str) and model:
+        return model
+    return type(embedder).__qualname__
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+async def _configure(conn: _Conn) -> None:
+    from pgvector.psycopg import register_vector_async  # type: ignore[import-untyped]
+
+    await register_vector_async(conn)
+
+
+class PostgresVectorStore:
+    """A durable, multi-process VectorPort and LexicalPort on PostgreSQL.
+
+    ``url`` is a libpq URL (``postgresql://user:pw@host:5432/db``). ``collection`` names
+    the table. ``ef_search`` raises the HNSW candidate list floor (each query uses at
+    least ``max(40, 2*k)``); ``hnsw_m`` / ``hnsw_ef_construction`` only matter when the
+    collection's index is first created.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        embedder: Embedder,
+        collection: str = "agentkit_chunks",
+        min_size: int = 1,
+        max_size: int = 10,
+        ef_search: int = 40,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+    ) -> None:
+        if not isinstance(url, str) or not url:
+            raise InvalidArgumentType("url must be a non-empty libpq URL string")
+        dim = getattr(embedder, "dim", None)
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidArgumentType("embedder must be an Embedder with a positive int dim")
+        for name, value, low in (
+            ("min_size", min_size, 0),
+            ("max_size", max_size, 1),
+            ("ef_search", ef_search, 1),
+            ("hnsw_m", hnsw_m, 2),
+            ("hnsw_ef_construction", hnsw_ef_construction, 4),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidArgumentType(f"{name} must be an int, got {type(value).__name__}")
+            if value < low:
+                raise InvalidArgument(f"{name} must be >= {low}, got {value}")
+        if max_size < min_size:
+            raise InvalidArgument(f"max_size ({max_size}) must be >= min_size ({min_size})")
+        self.url = url
+        self.embedder = embedder
+        self.collection = check_collection(collection)
+        self.dim = dim
+        self.ef_search = ef_search
+        self._min_size = min_size
+        self._max_size = max_size
+        self._hnsw = (hnsw_m, hnsw_ef_construction)
+        self._pool: AsyncConnectionPool[_Conn] | None = None
+        self._schema: SchemaInfo | None = None
+        self._open_lock = asyncio.Lock()
+        self._closed = False
+        self._table = sql.Identifier(self.collection)
+
+    def __repr__(self) -> str:
+        return f"PostgresVectorStore({_redact(self.url)!r}, collection={self.collection!r})"
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def _ready(self) -> AsyncConnectionPool[_Conn]:
+        if self._pool is not None:
+            return self._pool
+        async with self._open_lock:
+            if self._closed:
+                raise StoreError(f"{self!r} is closed")
+            if self._pool is None:
+                self._schema = await self._bootstrap()
+                pool: AsyncConnectionPool[_Conn] = AsyncConnectionPool(
+                    self.url,
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    open=False,
+                    configure=_configure,
+                    kwargs={"autocommit": True},
+                    name=f"agentkit-{self.collection}",
+                )
+                try:
+                    await pool.open(wait=True, timeout=30)
+                except (PoolTimeout, psycopg.Error) as exc:
+                    await pool.close()
+                    raise StoreError(f"cannot open a pool to {_redact(self.url)}: {exc}") from exc
+                self._pool = pool
+        return self._pool
+
+    async def _bootstrap(self) -> SchemaInfo:
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL at {_redact(self.url)}: {exc}") from exc
+        async with conn:
+            try:
+                return await ensure_schema(
+                    conn,
+                    collection=self.collection,
+                    dim=self.dim,
+                    embedder=embedder_name(self.embedder),
+                    hnsw_m=self._hnsw[0],
+                    hnsw_ef_construction=self._hnsw[1],
+                )
+            except psycopg.Error as exc:
+                raise StoreError(
+                    f"cannot create the schema for {self.collection!r}: {exc}"
+                ) from exc
+
+    async def close(self) -> None:
+        """Close the pool; the store cannot be used afterwards."""
+        async with self._open_lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _check_vectors(self) -> SchemaInfo:
+        info = self._schema
+        assert info is not None
+        if info.dim != self.dim:
+            raise StoreError(
+                f"collection {self.collection!r} holds {info.dim}-dimensional vectors but the "
+                f"embedder makes {self.dim}; use the embedder it was built with "
+                f"({info.embedder}) or another collection"
+            )
+        name = embedder_name(self.embedder)
+        if info.embedder != name:
+            raise StoreError(
+                f"collection {self.collection!r} was built with embedder {info.embedder!r}, "
+                f"not {name!r}; vectors from different models cannot be compared"
+            )
+        return info
+
+    async def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        vectors = np.asarray(await self.embedder.embed(list(texts)), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dim):
+            raise StoreError(
+                f"embedder returned shape {vectors.shape}, expected {(len(texts), self.dim)}"
+            )
+        return vectors
+
+    @contextlib.asynccontextmanager
+    async def _connection(self, pool: AsyncConnectionPool[_Conn]) -> AsyncIterator[_Conn]:
+        """A pooled connection whose driver errors surface as StoreError."""
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StoreError(f"PostgreSQL error on {self.collection!r}: {exc}") from exc
+
+    # -- writes -----------------------------------------------------------------------
+
+    async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
+        """Insert or replace by id within the scope, all or nothing.
+
+        Large batches go through COPY into a staging table; either way one transaction
+        holds the whole batch. Rows whose text, metadata and vector are unchanged are not
+        rewritten, so re-ingesting the same content is cheap.
+        """
+        org, dom = check_scope(scope)
+        rows = prepare_chunks(chunks)
+        if not rows:
+            return
+        pool = await self._ready()
+        self._check_vectors()
+        vectors = await self._embed([r[1] for r in rows])
+        async with self._connection(pool) as conn:
+            if len(rows) >= COPY_THRESHOLD:
+                await self._copy_upsert(conn, org, dom, rows, vectors)
+            else:
+                await self._insert_upsert(conn, org, dom, rows, vectors)
+
+    def _on_conflict(self) -> sql.Composed:
+        return sql.SQL(
+            " ON CONFLICT (org_id, domain_id, id) DO UPDATE SET"
+            " text = EXCLUDED.text, metadata = EXCLUDED.metadata,"
+            " embedding = EXCLUDED.embedding, updated_at = now()"
+            " WHERE ({t}.text, {t}.metadata, {t}.embedding)"
+            " IS DISTINCT FROM (EXCLUDED.text, EXCLUDED.metadata, EXCLUDED.embedding)"
+        ).format(t=self._table)
+
+    async def _insert_upsert(
+        self,
+        conn: _Conn,
+        org: str,
+        dom: str,
+        rows: list[tuple[str, str, str]],
+        vectors: npt.NDArray[np.float32],
+    ) -> None:
+        stmt = sql.SQL(
+            "INSERT INTO {t} (org_id, domain_id, id, text, metadata, embedding)"
+            " VALUES (%s, %s, %s, %s, %s::jsonb, %s)"
+        ).format(t=self._table) + self._on_conflict()
+        params = [(org, dom, i, text, meta, vectors[n]) for n, (i, text, meta) in enumerate(rows)]
+        async with conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(stmt, params)
+
+    async def _copy_upsert(
+        self,
+        conn: _Conn,
+        org: str,
+        dom: str,
+        rows: list[tuple[str, str, str]],
+        vectors: npt.NDArray[np.float32],
+    ) -> None:
+        stage = sql.Identifier("_agentkit_stage")
+        async with conn.transaction(), conn.cursor() as cur:
+            await cur.execute(
+                sql.SQL(
+                    "CREATE TEMP TABLE {s} (id text, text text, metadata text,"
+                    " embedding vector({d})) ON COMMIT DROP"
+                ).format(s=stage, d=sql.Literal(self.dim))
+            )
+            async with cur.copy(
+                sql.SQL(
+                    "COPY {s} (id, text, metadata, embedding) FROM STDIN (FORMAT BINARY)"
+                ).format(s=stage)
+            ) as copy:
+                copy.set_types(["text", "text", "text", "vector"])
+                for n, (i, text, meta) in enumerate(rows):
+                    await copy.write_row((i, text, meta, vectors[n]))
+            await cur.execute(
+                sql.SQL(
+                    "INSERT INTO {t} (org_id, domain_id, id, text, metadata, embedding)"
+                    " SELECT %s, %s, id, text, metadata::jsonb, embedding FROM {s}"
+                ).format(t=self._table, s=stage)
+                + self._on_conflict(),
+                (org, dom),
+            )
+
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
+        """Remove these ids from the scope's bucket only; unknown ids are ignored."""
+        org, dom = check_scope(scope)
+        wanted = check_ids(ids)
+        if not wanted:
+            return
+        pool = await self._ready()
+        async with self._connection(pool) as conn:
+            await conn.execute(
+                sql.SQL(
+                    "DELETE FROM {t} WHERE org_id = %s AND domain_id = %s AND id = ANY(%s)"
+                ).format(t=self._table),
+                (org, dom, wanted),
+            )
+
+    async def count(self, *, scope: Scope | None = None) -> int:
+        """Rows in one scope's bucket, or in the whole collection when ``scope`` is None."""
+        bucket = None if scope is None else check_scope(scope)
+        pool = await self._ready()
+        async with self._connection(pool) as conn:
+            if bucket is None:
+                cur = await conn.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=self._table))
+            else:
+                cur = await conn.execute(
+                    sql.SQL(
+                        "SELECT count(*) FROM {t} WHERE org_id = %s AND domain_id = %s"
+                    ).format(t=self._table),
+                    bucket,
+                )
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    # -- reads ------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """Cosine similarity (1 - cosine distance), best first, inside one scope."""
+        query = check_query(query)
+        k = check_k(k)
+        flt = check_where(where)
+        org, dom = check_scope(scope)
+        pool = await self._ready()
+        info = self._check_vectors()
+        vector = (await self._embed([query]))[0]
+        clause, params, complete = where_clause(flt)
+        stmt = sql.SQL(
+            "SELECT 1 - (embedding <=> %s) AS score, id, text, metadata FROM {t}"
+            " WHERE org_id = %s AND domain_id = %s{w}"
+            " ORDER BY embedding <=> %s LIMIT %s"
+        ).format(t=self._table, w=clause)
+
+        async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
+            async with conn.transaction():
+                ef = max(self.ef_search, 40, 2 * limit)
+                await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                if info.pgvector >= (0, 8):
+                    # A filtered scan keeps walking the graph until enough rows pass.
+                    await conn.execute(
+                        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                    )
+                cur = await conn.execute(stmt, (vector, org, dom, *params, vector, limit))
+                return await cur.fetchall()
+
+        return await self._collect(pool, fetch, k, flt, complete)
+
+    async def lexical_search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """Full-text search: any of the query's words, ranked by ts_rank_cd, best first."""
+        query = check_query(query)
+        k = check_k(k)
+        flt = check_where(where)
+        org, dom = check_scope(scope)
+        words = tsquery_text(query)
+        if words is None:
+            return []
+        pool = await self._ready()
+        clause, params, complete = where_clause(flt)
+        stmt = sql.SQL(
+            "SELECT ts_rank_cd(tsv, q, 1) AS score, id, text, metadata"
+            " FROM {t}, to_tsquery('english'::regconfig, %s) AS q"
+            " WHERE org_id = %s AND domain_id = %s AND tsv @@ q{w}"
+            " ORDER BY score DESC, id LIMIT %s"
+        ).format(t=self._table, w=clause)
+
+        async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(stmt, (words, org, dom, *params, limit))
+            return await cur.fetchall()
+
+        return await self._collect(pool, fetch, k, flt, complete)
+
+    async def _collect(
+        self,
+        pool: AsyncConnectionPool[_Conn],
+        fetch: Any,
+        k: int,
+        flt: dict[str, Any] | None,
+        complete: bool,
+    ) -> list[tuple[float, Chunk]]:
+        """Run ``fetch`` and re-check ``where`` in Python, widening when rows were dropped.
+
+        A fully pushed-down filter needs one round; otherwise the limit grows until
+        ``k`` rows survive or the bucket is exhausted.
+        """
+        limit = k if complete else max(4 * k, 64)
+        async with self._connection(pool) as conn:
+            while True:
+                rows = await fetch(conn, limit)
+                out = [
+                    (float(score), Chunk(id=i, text=text, metadata=meta))
+                    for score, i, text, meta in rows
+                    if matches_where(meta, flt)
+                ]
+                if len(out) >= k or len(rows) < limit:
+                    break
+                limit *= 4
+        out.sort(key=lambda pair: (-pair[0], pair[1].id))
+        return out[:k]
