@@ -122,9 +122,7 @@ class RecordingPort:
     async def upsert(self, chunks: Sequence[Any], *, scope: Scope) -> None:
         self.upserts.append({"chunks": list(chunks), "scope": scope})
 
-    async def search(
-        self, query: str, *, k: int, scope: Scope, where: Any = None
-    ) -> list[Any]:
+    async def search(self, query: str, *, k: int, scope: Scope, where: Any = None) -> list[Any]:
         self.searches.append({"query": query, "k": k, "scope": scope, "where": where})
         return list(self.results[:k])
 

@@ -191,9 +191,9 @@ async def test_non_colliding_items_come_back_exactly_as_returned() -> None:
     x = it("only in a", "a", 0.7, id="1", tag="t")
     y = it("only in b", "b", 0.6)
     dup_a, dup_b = it("dup", "a", 0.1), it("dup", "b", 0.2)
-    out = await CompositeMemory(
-        [FakeSource("a", [x, dup_a]), FakeSource("b", [y, dup_b])]
-    ).query("q", k=5, ctx=ctx())
+    out = await CompositeMemory([FakeSource("a", [x, dup_a]), FakeSource("b", [y, dup_b])]).query(
+        "q", k=5, ctx=ctx()
+    )
     assert len(out) == 3
     by_content = {i.content: i for i in out}
     assert by_content["only in a"] is x

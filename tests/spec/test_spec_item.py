@@ -116,4 +116,3 @@ def test_annotate_with_replace_builds_new_frozen_item() -> None:
     assert (new.content, new.source, new.score, new.id) == ("c", "s", 0.5, "x")
     with pytest.raises(TypeError):
         new.metadata["path"] = "/q"
-

@@ -401,9 +401,7 @@ async def test_function_tool_sync_fn_runs_off_the_event_loop() -> None:
         return x * 2
 
     t = FunctionTool(slow)
-    results = await asyncio.gather(
-        t.invoke({"x": 1}, ctx=Ctx()), t.invoke({"x": 2}, ctx=Ctx())
-    )
+    results = await asyncio.gather(t.invoke({"x": 1}, ctx=Ctx()), t.invoke({"x": 2}, ctx=Ctx()))
     assert results == [2, 4]
     assert loop_thread not in seen
     # Two blocking calls overlapped: neither blocked the loop for the other.
