@@ -1,0 +1,154 @@
+"""MemoryItem <-> NodeWithScore: the only place the bridge translates items.
+
+``metadata["source"]`` already means a file or URL to LlamaIndex users, so the
+backend name rides in ``agentkit_source`` instead, with ``agentkit_score`` and
+``agentkit_id`` beside it. All three are hidden from the LLM and embed text:
+they are bookkeeping, and leaking them into prompts would change answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.state.memory import MemoryItem
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+
+__all__ = ["RESERVED_PREFIX", "STAMP_KEYS", "from_node", "to_node", "to_nodes"]
+
+RESERVED_PREFIX = "agentkit_"
+SOURCE_KEY = "agentkit_source"
+SCORE_KEY = "agentkit_score"
+ID_KEY = "agentkit_id"
+STAMP_KEYS: tuple[str, ...] = (SOURCE_KEY, SCORE_KEY, ID_KEY)
+_DEFAULT_SOURCE = "llamaindex"
+# Suffix for a repeated id inside one result: LlamaIndex keeps only the first node per
+# id, so the second copy of "x" becomes "x~2"; from_node reads it back as "x".
+_DUP_SEP = "~"
+
+
+def _stable_id(source: str, content: str) -> str:
+    digest = hashlib.sha256(f"{source}\x00{content}".encode()).hexdigest()
+    return f"agentkit-{digest[:32]}"
+
+
+def _check_reserved(metadata: Iterable[str]) -> None:
+    for key in metadata:
+        if key.startswith(RESERVED_PREFIX):
+            raise InvalidArgument(
+                f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_PREFIX!r}); "
+                "rename it: overwriting it would break the round trip"
+            )
+
+
+def to_node(item: MemoryItem) -> NodeWithScore:
+    """A fresh ``NodeWithScore(TextNode)`` for ``item``, stamped for an exact round trip.
+
+    Fresh on every call because fusion retrievers overwrite ``score`` in place on the
+    objects they are handed.
+    """
+    if not isinstance(item, MemoryItem):
+        raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
+    meta = item.metadata
+    _check_reserved(meta)
+    stamped: dict[str, Any] = dict(meta)
+    stamped[SOURCE_KEY] = item.source
+    if item.score is not None:
+        stamped[SCORE_KEY] = item.score
+    if item.id is not None:
+        stamped[ID_KEY] = item.id
+    node = TextNode(
+        id_=item.id if item.id is not None else _stable_id(item.source, item.content),
+        text=item.content,
+        metadata=stamped,
+        excluded_embed_metadata_keys=list(STAMP_KEYS),
+        excluded_llm_metadata_keys=list(STAMP_KEYS),
+    )
+    return NodeWithScore(node=node, score=item.score)
+
+
+def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
+    """``to_node`` for a whole result, ids made unique so LlamaIndex drops none."""
+    nodes: list[NodeWithScore] = []
+    seen: set[str] = set()
+    for item in items:
+        nws = to_node(item)
+        node_id = nws.node.node_id
+        if node_id in seen:
+            n = 2
+            while f"{node_id}{_DUP_SEP}{n}" in seen:
+                n += 1
+            node_id = f"{node_id}{_DUP_SEP}{n}"
+            nws.node.id_ = node_id
+        seen.add(node_id)
+        nodes.append(nws)
+    return nodes
+
+
+def _is_copy_of(node_id: str, base: str) -> bool:
+    if node_id == base:
+        return True
+    prefix = base + _DUP_SEP
+    return node_id.startswith(prefix) and node_id[len(prefix) :].isdigit()
+
+
+def _as_score(value: Any) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    score = float(value)  # numpy floats from stores become plain floats
+    return score if math.isfinite(score) else None
+
+
+def _content(node: BaseNode) -> str:
+    if isinstance(node, TextNode):
+        return node.text
+    return node.get_content(metadata_mode=MetadataMode.NONE)
+
+
+def from_node(
+    node_with_score: NodeWithScore | BaseNode, *, source: str | None = None
+) -> MemoryItem:
+    """The item a node stands for; the inverse of :func:`to_node`.
+
+    The bridge's stamps win over everything else (``agentkit_source`` over ``source=``,
+    ``agentkit_score`` over the node score) and are removed from the metadata. The node
+    id wins over ``agentkit_id`` when they differ, except for the ``~n`` copies
+    :func:`to_nodes` made. A node that never came from agentkit keeps its own id and
+    score and gets ``source`` (default ``"llamaindex"``).
+    """
+    if isinstance(node_with_score, NodeWithScore):
+        node = node_with_score.node
+        node_score: Any = node_with_score.score
+    elif isinstance(node_with_score, BaseNode):
+        node, node_score = node_with_score, None
+    else:
+        raise InvalidArgumentType(
+            f"expected a NodeWithScore or BaseNode, got {type(node_with_score).__name__}"
+        )
+    if source is not None and (not isinstance(source, str) or not source):
+        raise InvalidArgument(f"source must be a non-empty str or None, got {source!r}")
+    meta = dict(node.metadata)
+    stamped_source = meta.pop(SOURCE_KEY, None)
+    stamped_id = meta.pop(ID_KEY, None)
+    has_score = SCORE_KEY in meta
+    stamped_score = meta.pop(SCORE_KEY, None)
+    content = _content(node)
+    node_id = node.node_id
+
+    if isinstance(stamped_source, str) and stamped_source:
+        item_source = stamped_source
+        if isinstance(stamped_id, str):
+            item_id: str | None = stamped_id if _is_copy_of(node_id, stamped_id) else node_id
+        elif _is_copy_of(node_id, _stable_id(item_source, content)):
+            item_id = None
+        else:
+            item_id = node_id
+    else:
+        item_source = source or _DEFAULT_SOURCE
+        item_id = stamped_id if isinstance(stamped_id, str) and not node_id else node_id
+    score = _as_score(stamped_score) if has_score else _as_score(node_score)
+    return MemoryItem(content, item_source, score, meta, id=item_id)

@@ -1,0 +1,115 @@
+"""AgentkitRetriever: any MemorySource as a LlamaIndex retriever."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from agentkit.kernel import Ctx
+from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.state.memory import MemoryItem, MemorySource
+from agentkit.state.memory._validate import check_k, check_where
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from agentkit_llamaindex._runtime import SyncRunner
+from agentkit_llamaindex.mapping import to_nodes
+
+__all__ = ["AgentkitRetriever"]
+
+_UNSET: Any = object()
+
+
+def _check_ctx(ctx: object) -> Ctx | None:
+    if ctx is not None and not isinstance(ctx, Ctx):
+        raise InvalidArgumentType(f"ctx must be a Ctx or None, got {type(ctx).__name__}")
+    return ctx
+
+
+class AgentkitRetriever(BaseRetriever):
+    """An agentkit memory stack behind LlamaIndex's retriever interface.
+
+    Results keep the memory's order (the stack has already ranked) and come back as
+    fresh nodes with unique ids on every call. ``ctx=None`` means an empty ``Ctx`` per
+    call; serve another tenant with ``bind(ctx=...)``, which copies rather than
+    mutates, so one configured retriever can be shared by many requests.
+
+    ``aretrieve`` awaits the memory on the caller's loop. ``retrieve`` works anywhere,
+    inside a running loop too: see ``SyncRunner`` for how it stays cheap.
+    """
+
+    def __init__(
+        self,
+        mem: MemorySource,
+        k: int = 4,
+        where: dict[str, Any] | None = None,
+        ctx: Ctx | None = None,
+        *,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(mem, MemorySource):
+            raise InvalidArgumentType(
+                f"mem must be a MemorySource (name, query, write), got {type(mem).__name__}"
+            )
+        self._mem = mem
+        self._k = check_k(k)
+        self._where = check_where(where)
+        self._ctx = _check_ctx(ctx)
+        # Shared with bound copies: whether the memory's query suspends is a fact
+        # about the memory, not about the tenant.
+        self._runner = SyncRunner()
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def memory(self) -> MemorySource:
+        return self._mem
+
+    @property
+    def k(self) -> int:
+        return self._k
+
+    @property
+    def where(self) -> dict[str, Any] | None:
+        return None if self._where is None else dict(self._where)
+
+    @property
+    def ctx(self) -> Ctx | None:
+        return self._ctx
+
+    def bind(
+        self,
+        *,
+        ctx: Ctx | None = _UNSET,
+        k: int = _UNSET,
+        where: dict[str, Any] | None = _UNSET,
+    ) -> AgentkitRetriever:
+        """A copy with another tenant (and optionally ``k``/``where``); self is untouched."""
+        clone = copy.copy(self)
+        if ctx is not _UNSET:
+            clone._ctx = _check_ctx(ctx)
+        if k is not _UNSET:
+            clone._k = check_k(k)
+        if where is not _UNSET:
+            clone._where = check_where(where)
+        return clone
+
+    def _query(self, query_bundle: QueryBundle) -> Any:
+        return self._mem.query(
+            query_bundle.query_str,
+            k=self._k,
+            ctx=self._ctx if self._ctx is not None else Ctx(),
+            where=self._where,
+        )
+
+    def _nodes(self, items: list[MemoryItem]) -> list[NodeWithScore]:
+        return to_nodes(items[: self._k])
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        items: list[MemoryItem] = self._runner.run(lambda: self._query(query_bundle))
+        return self._nodes(items)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        items: list[MemoryItem] = await self._query(query_bundle)
+        return self._nodes(items)
