@@ -94,10 +94,11 @@ async def test_custom_reranker_is_awaited_with_k_and_top_k_is_cut() -> None:
         seen["query"], seen["k"], seen["n"] = query, k, len(items)
         return sorted(items, key=lambda i: i.score or 0.0)  # worst first, all of them
 
-    a = FakeSource("a", [it(f"a{i}", "a", i / 10) for i in range(1, 5)])
-    out = await CompositeMemory([a], reranker=reverse).query("task", k=2, ctx=ctx())
+    a = FakeSource("a", [it("a1", "a", 0.1), it("a3", "a", 0.3)])
+    b = FakeSource("b", [it("b2", "b", 0.2), it("b4", "b", 0.4)])
+    out = await CompositeMemory([a, b], reranker=reverse).query("task", k=2, ctx=ctx())
     assert seen["query"] == "task" and seen["k"] == 2 and seen["n"] == 4
-    assert [i.content for i in out] == ["a1", "a2"]
+    assert [i.content for i in out] == ["a1", "b2"]
 
 
 async def test_query_failure_under_default_policy_is_not_swallowed() -> None:

@@ -271,7 +271,7 @@ async def test_file_memory_write_path_from_metadata_or_sha1(files: Any) -> None:
     )
     assert await files.view("/mem/explicit.md") == "explicit path text"
     digest = hashlib.sha1(b"hashed text body").hexdigest()
-    out = await fm.query("hashed text", k=5, ctx=c)
+    out = await fm.query("hashed", k=5, ctx=c)
     assert len(out) == 1
     assert digest in out[0].metadata["path"]
     assert await files.view(out[0].metadata["path"]) == "hashed text body"
