@@ -277,3 +277,35 @@ async def test_closed_store_refuses_and_context_manager_closes(
     with pytest.raises(StoreError, match="closed"):
         await s.count()
     await s.close()  # idempotent
+
+
+async def test_an_empty_collection_adopts_a_new_embedder(
+    store: PostgresVectorStore, make_store: Callable[..., PostgresVectorStore]
+) -> None:
+    await store.upsert(DOCS[:1], scope=ACME)
+    await store.delete(["c1"], scope=ACME)
+    other = make_store(embedder=_Wrong())
+    await other.upsert(DOCS, scope=ACME)
+    assert (await other.search("warm mat", k=1, scope=ACME))[0][1].id == "c1"
+
+
+async def test_without_an_embedder_words_still_work(
+    store: PostgresVectorStore, make_store: Callable[..., PostgresVectorStore]
+) -> None:
+    await store.upsert(DOCS, scope=ACME)
+    reader = make_store(embedder=None, create=False)
+    assert [c.id for _, c in await reader.lexical_search("mat", k=3, scope=ACME)] == ["c1"]
+    assert await reader.get(["c4", "nope", "c1"], scope=ACME) == [DOCS[3], DOCS[0]]
+    assert await reader.get(["c1"], scope=GLOBEX) == []
+    with pytest.raises(StoreError, match="needs an embedder"):
+        await reader.search("mat", k=1, scope=ACME)
+
+
+async def test_a_missing_collection_is_not_created_by_readers(
+    make_store: Callable[..., PostgresVectorStore],
+) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        await make_store(embedder=None).count()
+    with pytest.raises(StoreError, match="does not exist"):
+        await make_store(create=False).lexical_search("x", k=1, scope=ACME)
+    assert await make_store().count() == 0  # a writer creates it

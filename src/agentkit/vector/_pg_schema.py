@@ -40,8 +40,9 @@ async def ensure_schema(
     conn: psycopg.AsyncConnection[tuple[object, ...]],
     *,
     collection: str,
-    dim: int,
-    embedder: str,
+    dim: int | None,
+    embedder: str | None,
+    create: bool,
     hnsw_m: int,
     hnsw_ef_construction: int,
 ) -> SchemaInfo:
@@ -49,12 +50,31 @@ async def ensure_schema(
 
     Returns what the registry says, which may differ from ``dim``/``embedder``: the
     caller decides when a mismatch matters (vector calls), so lexical reads and
-    deletes still work on a store opened with another embedder.
+    deletes still work on a store opened with another embedder. An EMPTY collection
+    is re-dimensioned for the new embedder instead, since nothing would be mixed.
+    ``dim=None`` (no embedder) or ``create=False`` never creates a collection.
     """
     table = sql.Identifier(collection)
     async with conn.transaction():
         # Serialises first use across processes: CREATE ... IF NOT EXISTS still races.
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        if dim is None or not create:
+            known = await _has_registry(conn) and bool(
+                await (
+                    await conn.execute(
+                        sql.SQL("SELECT 1 FROM {} WHERE collection = %s").format(
+                            sql.Identifier(SCHEMA_TABLE)
+                        ),
+                        (collection,),
+                    )
+                ).fetchone()
+            )
+            if not known:
+                raise StoreError(
+                    f"collection {collection!r} does not exist in this database "
+                    "(ingest something first"
+                    + (", with an embedder)" if dim is None else ")")
+                )
         row = await (
             await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         ).fetchone()
@@ -90,6 +110,7 @@ async def ensure_schema(
             )
         ).fetchone()
         if found is None:
+            assert dim is not None and embedder is not None  # checked above
             version, width, name = SCHEMA_VERSION, dim, embedder
             await conn.execute(
                 sql.SQL(
@@ -103,6 +124,10 @@ async def ensure_schema(
                 raise StoreError(
                     f"collection {collection!r} has schema version {version}, newer than this "
                     f"agentkit understands ({SCHEMA_VERSION}); upgrade agentkit-memory"
+                )
+            if dim is not None and (width, name) != (dim, embedder):
+                width, name = await _rebuild_if_empty(
+                    conn, collection, (width, name), (dim, str(embedder))
                 )
         await conn.execute(
             sql.SQL(
@@ -141,3 +166,43 @@ async def ensure_schema(
             ).format(i=sql.Identifier(f"{collection}_meta"), t=table)
         )
     return SchemaInfo(version=version, dim=width, embedder=name, pgvector=pgvector)
+
+
+async def _has_registry(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> bool:
+    row = await (
+        await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (SCHEMA_TABLE,))
+    ).fetchone()
+    return bool(row and row[0])
+
+
+async def _rebuild_if_empty(
+    conn: psycopg.AsyncConnection[tuple[object, ...]],
+    collection: str,
+    recorded: tuple[int, str],
+    wanted: tuple[int, str],
+) -> tuple[int, str]:
+    """Adopt the new embedder when the collection holds no rows; else keep the record."""
+    table = sql.Identifier(collection)
+    if await _has_table(conn, collection):
+        row = await (
+            await conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(table))
+        ).fetchone()
+        if row and row[0]:
+            return recorded
+        await conn.execute(
+            sql.SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE vector({})").format(
+                table, sql.Literal(wanted[0])
+            )
+        )
+    await conn.execute(
+        sql.SQL("UPDATE {} SET dim = %s, embedder = %s WHERE collection = %s").format(
+            sql.Identifier(SCHEMA_TABLE)
+        ),
+        (wanted[0], wanted[1], collection),
+    )
+    return wanted
+
+
+async def _has_table(conn: psycopg.AsyncConnection[tuple[object, ...]], name: str) -> bool:
+    row = await (await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,))).fetchone()
+    return bool(row and row[0])

@@ -43,12 +43,15 @@ _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 COPY_THRESHOLD = 256
 
 
-def embedder_name(embedder: Embedder) -> str:
-    """What the registry records: the model when the embedder names one, else its class."""
+def embedder_name(embedder: object) -> str:
+    """What the registry records: the model when the embedder names one, else its class.
+
+    Spelled as the SQLite store spells it, so one embedder has one name everywhere.
+    """
     model = getattr(embedder, "model_name", None)
     if isinstance(model, str) and model:
         return model
-    return type(embedder).__qualname__
+    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
 
 
 def _redact(url: str) -> str:
@@ -74,18 +77,19 @@ class PostgresVectorStore:
         self,
         url: str,
         *,
-        embedder: Embedder,
+        embedder: Embedder | None,
         collection: str = "agentkit_chunks",
         min_size: int = 1,
         max_size: int = 10,
+        create: bool = True,
         ef_search: int = 40,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
     ) -> None:
         if not isinstance(url, str) or not url:
             raise InvalidArgumentType("url must be a non-empty libpq URL string")
-        dim = getattr(embedder, "dim", None)
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        dim = None if embedder is None else getattr(embedder, "dim", None)
+        if embedder is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
             raise InvalidArgumentType("embedder must be an Embedder with a positive int dim")
         for name, value, low in (
             ("min_size", min_size, 0),
@@ -103,8 +107,9 @@ class PostgresVectorStore:
         self.url = url
         self.embedder = embedder
         self.collection = check_collection(collection)
-        self.dim = dim
+        self.dim: int | None = dim
         self.ef_search = ef_search
+        self._create = bool(create)
         self._min_size = min_size
         self._max_size = max_size
         self._hnsw = (hnsw_m, hnsw_ef_construction)
@@ -155,7 +160,8 @@ class PostgresVectorStore:
                     conn,
                     collection=self.collection,
                     dim=self.dim,
-                    embedder=embedder_name(self.embedder),
+                    embedder=None if self.embedder is None else embedder_name(self.embedder),
+                    create=self._create,
                     hnsw_m=self._hnsw[0],
                     hnsw_ef_construction=self._hnsw[1],
                 )
@@ -163,6 +169,11 @@ class PostgresVectorStore:
                 raise StoreError(
                     f"cannot create the schema for {self.collection!r}: {exc}"
                 ) from exc
+
+    async def open(self) -> Self:
+        """Connect, and create or check the schema; idempotent (every call does it lazily)."""
+        await self._ready()
+        return self
 
     async def close(self) -> None:
         """Close the pool; the store cannot be used afterwards."""
@@ -173,7 +184,7 @@ class PostgresVectorStore:
             await pool.close()
 
     async def __aenter__(self) -> Self:
-        return self
+        return await self.open()
 
     async def __aexit__(
         self,
@@ -183,9 +194,14 @@ class PostgresVectorStore:
     ) -> None:
         await self.close()
 
-    def _check_vectors(self) -> SchemaInfo:
+    def _check_vectors(self, op: str) -> tuple[SchemaInfo, Embedder]:
         info = self._schema
         assert info is not None
+        if self.embedder is None:
+            raise StoreError(
+                f"{op} needs an embedder; this PostgresVectorStore was opened with "
+                "embedder=None (lexical search only)"
+            )
         if info.dim != self.dim:
             raise StoreError(
                 f"collection {self.collection!r} holds {info.dim}-dimensional vectors but the "
@@ -198,10 +214,10 @@ class PostgresVectorStore:
                 f"collection {self.collection!r} was built with embedder {info.embedder!r}, "
                 f"not {name!r}; vectors from different models cannot be compared"
             )
-        return info
+        return info, self.embedder
 
-    async def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        vectors = np.asarray(await self.embedder.embed(list(texts)), dtype=np.float32)
+    async def _embed(self, embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        vectors = np.asarray(await embedder.embed(list(texts)), dtype=np.float32)
         if vectors.shape != (len(texts), self.dim):
             raise StoreError(
                 f"embedder returned shape {vectors.shape}, expected {(len(texts), self.dim)}"
@@ -231,8 +247,8 @@ class PostgresVectorStore:
         if not rows:
             return
         pool = await self._ready()
-        self._check_vectors()
-        vectors = await self._embed([r[1] for r in rows])
+        _, embedder = self._check_vectors("upsert")
+        vectors = await self._embed(embedder, [r[1] for r in rows])
         async with self._connection(pool) as conn:
             if len(rows) >= COPY_THRESHOLD:
                 await self._copy_upsert(conn, org, dom, rows, vectors)
@@ -312,6 +328,24 @@ class PostgresVectorStore:
                 (org, dom, wanted),
             )
 
+    async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
+        """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
+        org, dom = check_scope(scope)
+        wanted = check_ids(ids)
+        if not wanted:
+            return []
+        pool = await self._ready()
+        async with self._connection(pool) as conn:
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT id, text, metadata FROM {t}"
+                    " WHERE org_id = %s AND domain_id = %s AND id = ANY(%s)"
+                ).format(t=self._table),
+                (org, dom, wanted),
+            )
+            found = {i: Chunk(i, text, meta) for i, text, meta in await cur.fetchall()}
+        return [found[i] for i in dict.fromkeys(wanted) if i in found]
+
     async def count(self, *, scope: Scope | None = None) -> int:
         """Rows in one scope's bucket, or in the whole collection when ``scope`` is None."""
         bucket = None if scope is None else check_scope(scope)
@@ -345,8 +379,8 @@ class PostgresVectorStore:
         flt = check_where(where)
         org, dom = check_scope(scope)
         pool = await self._ready()
-        info = self._check_vectors()
-        vector = (await self._embed([query]))[0]
+        info, embedder = self._check_vectors("search")
+        vector = (await self._embed(embedder, [query]))[0]
         clause, params, complete = where_clause(flt)
         stmt = sql.SQL(
             "SELECT 1 - (embedding <=> %s) AS score, id, text, metadata FROM {t}"
