@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -111,21 +110,20 @@ async def test_two_processes_write_while_this_one_reads(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     procs = [
         # One writer goes through COPY batches, the other through small INSERT batches.
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, pg_url, collection, tag, str(n), str(batch)],
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _WRITER, pg_url, collection, tag, str(n), str(batch),
             env=env,
-            stderr=subprocess.PIPE,
-            text=True,
+            stderr=asyncio.subprocess.PIPE,
         )
         for tag, batch in (("copy", COPY_THRESHOLD), ("small", 40))
     ]
-    while any(p.poll() is None for p in procs):
+    while any(p.returncode is None for p in procs):
         hits = await store.search("process wrote row", k=10, scope=ACME)
         assert all(c.metadata["tag"] in {"copy", "small"} for _, c in hits)
         await asyncio.sleep(0.05)
     for p in procs:
-        _, err = p.communicate()
-        assert p.returncode == 0, err
+        _, err = await p.communicate()
+        assert p.returncode == 0, err.decode()
     assert await store.count(scope=ACME) == 2 * n
     for tag in ("copy", "small"):
         hits = await store.lexical_search(
