@@ -6,7 +6,7 @@ from typing import Any
 
 from spec_support import FakeSource, ctx
 
-from agentkit.state.memory import MemoryItem, ReadOnlyMemory, SequentialMemory
+from agentkit.state.memory import CompositeMemory, MemoryItem, ReadOnlyMemory, SequentialMemory
 
 
 def it(content: str, source: str, score: float | None = None) -> MemoryItem:
@@ -97,3 +97,14 @@ async def test_empty_write_short_circuits_before_the_first_source() -> None:
     plain_first = SequentialMemory([plain])
     await plain_first.write([], ctx=ctx())
     assert plain.writes == []
+
+
+async def test_single_arm_dedupe_by_wrapping_in_a_composite() -> None:
+    # memory.md: "Wrap the chain in CompositeMemory(sources=[chain], dedupe="id")".
+    a = FakeSource("cache", [it("same", "cache", 0.5)])
+    b = FakeSource("vector", [it("same", "vector", 0.9), it("other", "vector", 0.1)])
+    chain = SequentialMemory([a, b])
+    out = await CompositeMemory(sources=[chain], dedupe="id").query("q", k=3, ctx=ctx())
+    assert [i.content for i in out] == ["same", "other"]
+    assert out[0].metadata["dedupe_count"] == 2
+    assert out[0].metadata["dedupe_sources"] == ("cache", "vector")

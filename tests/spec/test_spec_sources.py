@@ -210,7 +210,7 @@ async def test_vector_write_does_not_mutate_callers_item() -> None:
 async def test_file_memory_defaults_to_fresh_in_memory_files() -> None:
     from agentkit.state.files import InMemoryFiles
 
-    a, b = FileMemory(), FileMemory()
+    a, b = FileMemory(), FileMemory(files=None)
     assert a.name == "files"
     assert isinstance(a.files, InMemoryFiles)
     assert a.files is not b.files
@@ -275,6 +275,42 @@ async def test_file_memory_write_path_from_metadata_or_sha1(files: Any) -> None:
     assert len(out) == 1
     assert digest in out[0].metadata["path"]
     assert await files.view(out[0].metadata["path"]) == "hashed text body"
+
+
+class DictFiles:
+    """A third-party files backend: only the duck-typed surface kernel.md fixes."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    async def view(self, path: str) -> str:
+        if path in self.data:
+            return self.data[path]
+        prefix = path.rstrip("/") + "/"
+        entries: set[str] = set()
+        for p in self.data:
+            if p.startswith(prefix):
+                head, sep, _ = p[len(prefix) :].partition("/")
+                entries.add(head + ("/" if sep else ""))
+        if not entries:
+            raise FileNotFoundError(path)
+        return "\n".join(sorted(entries))
+
+    async def create(self, path: str, text: str) -> None:
+        self.data[path] = text
+
+    async def delete(self, path: str) -> None:
+        del self.data[path]
+
+
+async def test_file_memory_over_a_duck_typed_backend() -> None:
+    files = DictFiles()
+    await _seed(files)
+    fm = FileMemory(files)
+    out = await fm.query("cat", k=10, ctx=ctx(), where={"path_prefix": "/notes"})
+    assert [i.metadata["path"] for i in out] == ["/notes/a.md", "/notes/sub/b.md"]
+    await fm.write([MemoryItem("written", "x", metadata={"path": "/w/x.md"})], ctx=ctx())
+    assert files.data["/w/x.md"] == "written"
 
 
 # --- JournalMemory ---------------------------------------------------------------------
@@ -421,6 +457,37 @@ async def test_tool_memory_write_is_a_no_op_and_says_so() -> None:
     assert await tm.write([MemoryItem("x", "y")], ctx=ctx()) is None
     assert tool.calls == []
     assert tm.accepts_writes is False
+
+
+# --- LexicalMemory (design: any LexicalPort) -------------------------------------------
+
+
+class CannedLexical:
+    def __init__(self, hits: list[tuple[float, Chunk]]) -> None:
+        self.hits = hits
+        self.calls: list[dict[str, Any]] = []
+
+    async def lexical_search(
+        self, query: str, *, k: int, scope: Scope, where: Any = None
+    ) -> list[tuple[float, Chunk]]:
+        self.calls.append({"query": query, "k": k, "scope": scope, "where": where})
+        return self.hits[:k]
+
+
+async def test_lexical_memory_adapts_any_lexical_port() -> None:
+    from agentkit.state.memory import LexicalMemory
+
+    port = CannedLexical([(12.3, Chunk("r1", "bm25 hit", {"t": 1})), (4.0, Chunk("r2", "weaker"))])
+    lm = LexicalMemory(port)
+    assert lm.name == "lexical"
+    c = ctx("o", "d")
+    out = await lm.query("hit", k=2, ctx=c, where={"t": 1})
+    assert [(i.content, i.source, i.score, i.id) for i in out] == [
+        ("bm25 hit", "lexical", 12.3, "r1"),
+        ("weaker", "lexical", 4.0, "r2"),
+    ]
+    assert port.calls[0]["scope"] == Scope("o", "d")
+    assert dict(port.calls[0]["where"]) == {"t": 1}
 
 
 # --- default_parse ---------------------------------------------------------------------
