@@ -88,3 +88,17 @@ def _equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+@runtime_checkable
+class LexicalPort(Protocol):
+    """A store that also ranks by words (BM25-style), bucketed by scope like search."""
+
+    async def lexical_search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]: ...

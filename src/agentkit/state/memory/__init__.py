@@ -19,6 +19,7 @@ from agentkit.state.memory._scoped import ScopedMemory
 from agentkit.state.memory._sequential import SequentialMemory
 from agentkit.state.memory._sources.files import FileMemory
 from agentkit.state.memory._sources.journal import JournalMemory
+from agentkit.state.memory._sources.lexical import LexicalMemory
 from agentkit.state.memory._sources.scratchpad import ScratchpadMemory
 from agentkit.state.memory._sources.tool import ToolMemory, default_parse
 from agentkit.state.memory._sources.vector import VectorMemory
@@ -32,6 +33,7 @@ __all__ = [
     "DedupeMode",
     "FileMemory",
     "JournalMemory",
+    "LexicalMemory",
     "MemoryItem",
     "MemorySource",
     "MemoryWriteRefused",

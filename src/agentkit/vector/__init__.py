@@ -1,0 +1,42 @@
+"""The vector seam and the stores behind it.
+
+The durable stores and the model-backed embedder import lazily, so ``import
+agentkit.vector`` never pays for sqlite schemas, psycopg or torch it does not use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agentkit.vector.hashing import HashingEmbedder
+from agentkit.vector.in_memory import InMemoryVectorStore
+from agentkit.vector.port import Chunk, Embedder, LexicalPort, VectorPort, matches_where
+
+_LAZY = {
+    "SQLiteVectorStore": "agentkit.vector.sqlite",
+    "PostgresVectorStore": "agentkit.vector.postgres",
+    "SentenceTransformerEmbedder": "agentkit.vector.sentence",
+}
+
+__all__ = [
+    "Chunk",
+    "Embedder",
+    "HashingEmbedder",
+    "InMemoryVectorStore",
+    "LexicalPort",
+    "PostgresVectorStore",
+    "SQLiteVectorStore",
+    "SentenceTransformerEmbedder",
+    "VectorPort",
+    "matches_where",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkit.vector' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
