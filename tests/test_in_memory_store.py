@@ -1,0 +1,297 @@
+"""InMemoryVectorStore: a real VectorPort with tenant buckets, filters and upserts."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import agentkit.vector.in_memory as in_memory
+from agentkit.kernel import InvalidArgument, InvalidArgumentType, Scope
+from agentkit.vector import Chunk, HashingEmbedder, InMemoryVectorStore, VectorPort
+
+A = Scope("acme", "support")
+B = Scope("globex", "support")
+
+DOCS = [
+    Chunk("1", "refunds are issued within 30 days", {"lang": "en", "topic": "billing"}),
+    Chunk("2", "shipping takes five business days", {"lang": "en", "topic": "shipping"}),
+    Chunk("3", "les remboursements prennent 30 jours", {"lang": "fr", "topic": "billing"}),
+    Chunk("4", "our office cat is called refund", {"lang": "en"}),
+]
+
+
+async def store_with_docs(scope: Scope = A) -> InMemoryVectorStore:
+    store = InMemoryVectorStore()
+    await store.upsert(DOCS, scope=scope)
+    return store
+
+
+def test_is_a_vector_port_with_hashing_default() -> None:
+    store = InMemoryVectorStore()
+    assert isinstance(store, VectorPort)
+    assert isinstance(store.embedder, HashingEmbedder)
+
+
+async def test_search_returns_scored_chunks_best_first() -> None:
+    store = await store_with_docs()
+    hits = await store.search("refunds within 30 days", k=3, scope=A)
+    assert len(hits) == 3
+    assert hits[0][1].id == "1"
+    scores = [s for s, _ in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(type(s) is float for s in scores)
+    assert hits[0][1] == DOCS[0]
+
+
+async def test_k_larger_than_the_bucket_returns_everything() -> None:
+    store = await store_with_docs()
+    assert len(await store.search("x", k=10**9, scope=A)) == len(DOCS)
+
+
+async def test_other_scopes_are_never_visible() -> None:
+    store = await store_with_docs(A)
+    assert await store.search("refunds", k=10, scope=B) == []
+    assert await store.search("refunds", k=10, scope=Scope("acme", None)) == []
+    assert await store.search("refunds", k=10, scope=Scope()) == []
+
+
+async def test_same_id_in_two_scopes_is_two_records() -> None:
+    store = InMemoryVectorStore()
+    await store.upsert([Chunk("x", "alpha from A")], scope=A)
+    await store.upsert([Chunk("x", "beta from B")], scope=B)
+    assert [c.text for _, c in await store.search("alpha", k=5, scope=A)] == ["alpha from A"]
+    assert [c.text for _, c in await store.search("alpha", k=5, scope=B)] == ["beta from B"]
+    await store.delete(["x"], scope=B)
+    assert await store.count(scope=A) == 1
+    assert await store.count(scope=B) == 0
+
+
+async def test_empty_string_ids_are_the_unset_scope() -> None:
+    store = InMemoryVectorStore()
+    await store.upsert([Chunk("1", "shared bucket")], scope=Scope("", ""))
+    assert len(await store.search("shared", k=1, scope=Scope(None, None))) == 1
+
+
+async def test_upsert_replaces_by_id_within_the_scope() -> None:
+    store = await store_with_docs()
+    await store.upsert([Chunk("2", "shipping is now next day", {"v": 2})], scope=A)
+    assert await store.count(scope=A) == len(DOCS)
+    hits = await store.search("shipping next day", k=1, scope=A)
+    assert hits[0][1] == Chunk("2", "shipping is now next day", {"v": 2})
+
+
+async def test_last_copy_of_an_id_within_one_batch_wins() -> None:
+    store = InMemoryVectorStore()
+    await store.upsert([Chunk("d", "first"), Chunk("d", "second")], scope=A)
+    assert [c.text for _, c in await store.search("second", k=5, scope=A)] == ["second"]
+
+
+async def test_where_filters_before_the_top_k_cut() -> None:
+    # 40 strong matches without the tag, 3 weak ones with it: a post-filter on the top 3
+    # would return nothing.
+    store = InMemoryVectorStore()
+    strong = [Chunk(f"s{i}", "refund refund policy", {"tier": "free"}) for i in range(40)]
+    weak = [Chunk(f"w{i}", f"unrelated text {i} refund", {"tier": "gold"}) for i in range(3)]
+    await store.upsert(strong + weak, scope=A)
+    hits = await store.search("refund policy", k=3, scope=A, where={"tier": "gold"})
+    assert sorted(c.id for _, c in hits) == ["w0", "w1", "w2"]
+
+
+async def test_where_semantics_any_of_and_missing_keys() -> None:
+    store = await store_with_docs()
+    both = await store.search("30", k=10, scope=A, where={"lang": ["en", "fr"], "topic": "billing"})
+    assert sorted(c.id for _, c in both) == ["1", "3"]
+    # Chunk 4 has no topic: absence never satisfies a filter.
+    none = await store.search("refund", k=10, scope=A, where={"topic": ("billing", "shipping")})
+    assert "4" not in {c.id for _, c in none}
+    assert await store.search("refund", k=10, scope=A, where={"lang": "de"}) == []
+
+
+async def test_delete_keeps_every_other_record_findable() -> None:
+    store = InMemoryVectorStore()
+    chunks = [Chunk(str(i), f"document {i} word{i}") for i in range(20)]
+    await store.upsert(chunks, scope=A)
+    await store.delete(["0", "7", "missing"], scope=A)
+    assert await store.count(scope=A) == 18
+    for i in range(20):
+        hits = await store.search(f"word{i}", k=1, scope=A)
+        if i in (0, 7):
+            assert all(c.id != str(i) for _, c in hits)
+        else:
+            assert hits[0][1].id == str(i)
+            assert hits[0][1].text == f"document {i} word{i}"
+
+
+async def test_delete_in_one_scope_leaves_others_alone() -> None:
+    store = await store_with_docs(A)
+    await store.upsert(DOCS, scope=B)
+    await store.delete([c.id for c in DOCS], scope=B)
+    assert await store.count(scope=A) == len(DOCS)
+    assert await store.count() == len(DOCS)
+
+
+async def test_caller_mutation_never_reaches_the_store() -> None:
+    meta: dict[str, Any] = {"tags": ["a"], "lang": "en"}
+    store = InMemoryVectorStore()
+    await store.upsert([Chunk("1", "hello world", meta)], scope=A)
+    meta["lang"] = "fr"
+    meta["tags"].append("b")
+    ((_, got),) = await store.search("hello", k=1, scope=A)
+    assert got.metadata == {"tags": ["a"], "lang": "en"}
+    got.metadata["tags"].append("c")  # type: ignore[index]
+    ((_, again),) = await store.search("hello", k=1, scope=A)
+    assert again.metadata == {"tags": ["a"], "lang": "en"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "name"),
+    [
+        ({"k": 0}, InvalidArgument, "k"),
+        ({"k": -1}, InvalidArgument, "k"),
+        ({"k": "3"}, InvalidArgumentType, "k"),
+        ({"k": True}, InvalidArgumentType, "k"),
+        ({"k": 2.0}, InvalidArgumentType, "k"),
+        ({"query": b"bytes"}, InvalidArgumentType, "query"),
+        ({"query": None}, InvalidArgumentType, "query"),
+        ({"where": [("lang", "en")]}, InvalidArgumentType, "where"),
+        ({"where": {1: "x"}}, InvalidArgumentType, "where"),
+        ({"scope": ("acme", "support")}, InvalidArgumentType, "scope"),
+    ],
+)
+async def test_bad_search_arguments_are_named(
+    kwargs: dict[str, Any], error: type, name: str
+) -> None:
+    store = await store_with_docs()
+    call: dict[str, Any] = {"query": "refund", "k": 2, "scope": A, **kwargs}
+    with pytest.raises(error, match=name):
+        await store.search(call.pop("query"), **call)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "scope"),
+    [
+        ("not chunks", A),
+        ([Chunk("1", "ok"), {"id": "2", "text": "dict"}], A),
+        ([Chunk("1", "ok")], None),
+    ],
+)
+async def test_bad_upserts_store_nothing(chunks: Any, scope: Any) -> None:
+    store = await store_with_docs()
+    with pytest.raises(InvalidArgumentType):
+        await store.upsert(chunks, scope=scope)
+    assert await store.count(scope=A) == len(DOCS)
+
+
+async def test_bad_delete_ids_are_refused() -> None:
+    store = await store_with_docs()
+    with pytest.raises(InvalidArgumentType, match="ids"):
+        await store.delete("1", scope=A)  # a str is a sequence of ids "1"... refused
+    with pytest.raises(InvalidArgumentType, match="ids"):
+        await store.delete([1], scope=A)  # type: ignore[list-item]
+    assert await store.count(scope=A) == len(DOCS)
+
+
+class _BrokenEmbedder:
+    dim = 4
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.full((len(texts), 3), np.nan, dtype=np.float32)
+
+
+async def test_a_misbehaving_embedder_is_caught_before_storage() -> None:
+    store = InMemoryVectorStore(_BrokenEmbedder())
+    with pytest.raises(InvalidArgument, match="shape"):
+        await store.upsert([Chunk("1", "x")], scope=A)
+    assert await store.count() == 0
+
+
+async def test_upsert_vectors_takes_precomputed_rows_and_normalises_them() -> None:
+    store = InMemoryVectorStore(HashingEmbedder(dim=4))
+    vectors = np.array([[3.0, 0, 0, 0], [0, 2.0, 0, 0]], dtype=np.float64)
+    await store.upsert_vectors([Chunk("x", "x"), Chunk("y", "y")], vectors, scope=A)
+    bucket = store._buckets[A]
+    assert np.allclose(bucket.snap.matrix[:2], [[1, 0, 0, 0], [0, 1, 0, 0]])
+    with pytest.raises(InvalidArgument, match="shape"):
+        await store.upsert_vectors([Chunk("z", "z")], np.ones((1, 5)), scope=A)
+    with pytest.raises(InvalidArgument, match="NaN"):
+        await store.upsert_vectors([Chunk("z", "z")], [[np.nan, 0, 0, 0]], scope=A)
+    assert await store.count(scope=A) == 2
+
+
+async def test_adding_one_at_a_time_grows_capacity_geometrically() -> None:
+    # The promise: adding vectors does not copy the whole matrix each time.
+    store = InMemoryVectorStore(HashingEmbedder(dim=8))
+    capacities = set()
+    reallocations = 0
+    previous = None
+    for i in range(1000):
+        await store.upsert_vectors([Chunk(str(i), "t")], np.ones((1, 8)), scope=A)
+        matrix = store._buckets[A].snap.matrix
+        capacities.add(matrix.shape[0])
+        reallocations += matrix is not previous
+        previous = matrix
+    assert len(capacities) <= 7  # 16, 32, ..., 1024
+    assert reallocations == len(capacities)  # a new buffer only when capacity grows
+    assert await store.count(scope=A) == 1000
+
+
+async def test_big_buckets_are_searched_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[int] = []
+    real = in_memory._top_k
+
+    def spy(*args: Any) -> Any:
+        threads.append(threading.get_ident())
+        return real(*args)
+
+    monkeypatch.setattr(in_memory, "_top_k", spy)
+    monkeypatch.setattr(in_memory, "_THREAD_ROWS", 50)
+    store = InMemoryVectorStore(HashingEmbedder(dim=8))
+    await store.upsert([Chunk(str(i), f"t{i}") for i in range(10)], scope=A)
+    await store.search("t1", k=1, scope=A)
+    await store.upsert([Chunk(str(i), f"t{i}") for i in range(100)], scope=A)
+    await store.search("t1", k=1, scope=A)
+    loop_thread = threading.get_ident()
+    assert threads[0] == loop_thread
+    assert threads[1] != loop_thread
+
+
+async def test_a_pinned_search_keeps_its_snapshot_while_rows_change() -> None:
+    # A search computing in a worker thread must not see a half-applied delete.
+    store = InMemoryVectorStore(HashingEmbedder(dim=8))
+    await store.upsert([Chunk(str(i), f"word{i}") for i in range(5)], scope=A)
+    bucket = store._buckets[A]
+    pinned = bucket.snap
+    pinned.readers += 1  # what an in-flight search holds
+    before = pinned.matrix[:5].copy()
+    await store.delete(["0"], scope=A)
+    await store.upsert([Chunk("1", "changed")], scope=A)
+    assert np.array_equal(pinned.matrix[:5], before)
+    assert [c.id for c in pinned.chunks] == ["0", "1", "2", "3", "4"]
+    pinned.readers -= 1
+    assert await store.count(scope=A) == 4
+
+
+async def test_concurrent_searches_and_writes_stay_consistent() -> None:
+    store = InMemoryVectorStore(HashingEmbedder(dim=32))
+    await store.upsert([Chunk(str(i), f"doc {i} token{i}") for i in range(200)], scope=A)
+
+    async def reader() -> None:
+        for i in range(50):
+            hits = await store.search(f"token{i}", k=3, scope=A)
+            for _, chunk in hits:
+                assert chunk.text.startswith("doc") or chunk.text.startswith("new")
+
+    async def writer() -> None:
+        for i in range(50):
+            await store.upsert([Chunk(str(i), f"new {i}")], scope=A)
+            await store.delete([str(199 - i)], scope=A)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(reader(), writer(), reader())
+    assert await store.count(scope=A) == 150
