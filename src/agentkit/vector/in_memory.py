@@ -92,7 +92,9 @@ class _Bucket:
                     )
                     grown[:n] = snap.matrix[:n]
                     snap.matrix = grown  # pinned readers keep their own reference
-                snap.matrix[n:need] = vectors[append]
+                # The common batch (all new, no repeated id) is a plain slice copy.
+                contiguous = len(append) == len(vectors)
+                snap.matrix[n:need] = vectors if contiguous else vectors[append]
                 for offset, i in enumerate(append):
                     self.index[chunks[i].id] = n + offset
                 snap.chunks.extend(chunks[i] for i in append)
@@ -160,6 +162,8 @@ def _top_k(
 
 def _copy(chunk: Chunk) -> Chunk:
     """Metadata is deep-copied in and out: no caller mutation reaches the store."""
+    if not chunk.metadata:
+        return Chunk(chunk.id, chunk.text, {})
     try:
         metadata = copy.deepcopy(dict(chunk.metadata))
     except Exception as exc:
