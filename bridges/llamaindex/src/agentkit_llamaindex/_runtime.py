@@ -99,7 +99,7 @@ def _run_inline(coro: Coroutine[Any, Any, T]) -> Any:
     else:
         try:
             coro.close()
-        except BaseException:  # noqa: S110 - a closing coroutine may poke the trap
+        except BaseException:
             pass
         return _MISSING
     finally:

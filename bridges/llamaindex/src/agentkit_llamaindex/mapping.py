@@ -14,9 +14,10 @@ import numbers
 from collections.abc import Iterable
 from typing import Any
 
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 __all__ = ["RESERVED_PREFIX", "STAMP_KEYS", "from_node", "to_node", "to_nodes"]
 

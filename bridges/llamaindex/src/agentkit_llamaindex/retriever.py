@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from agentkit.kernel import Ctx
-from agentkit.kernel.errors import InvalidArgumentType
-from agentkit.state.memory import MemoryItem, MemorySource
-from agentkit.state.memory._validate import check_k, check_where
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from agentkit.kernel import Ctx
+from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.state.memory import MemoryItem, MemorySource
+from agentkit.state.memory._validate import check_k, check_where
 from agentkit_llamaindex._runtime import SyncRunner
 from agentkit_llamaindex.mapping import to_nodes
 
