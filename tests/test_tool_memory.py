@@ -147,10 +147,10 @@ def test_list_of_strings_and_paragraph_strings() -> None:
     assert default_parse("", "q") == []
 
 
-def test_anything_else_is_one_item_and_none_is_nothing() -> None:
+def test_anything_else_is_one_str_item() -> None:
     assert [i.content for i in default_parse(42, "q")] == ["42"]
     assert [i.content for i in default_parse({"answer": 1}, "q")] == ["{'answer': 1}"]
-    assert default_parse(None, "q") == []
+    assert [i.content for i in default_parse(None, "q")] == ["None"]
 
 
 def test_parsed_items_are_valid_memory_items() -> None:

@@ -135,19 +135,21 @@ async def test_composite_broadcast_does_not_clobber_vector_rows() -> None:
     assert hits[0].content == "shipping takes 5 days"
 
 
-async def test_metadata_id_outranks_item_id_and_is_popped() -> None:
+async def test_id_precedence_own_id_then_metadata_id_then_uuid() -> None:
     port = RecordingPort()
     vm = VectorMemory(port)
     await vm.write(
         [
+            # Recalled from this source: its row id wins; metadata["id"] is still popped.
             MemoryItem("a", "vector", metadata={"id": "explicit", "k": 1}, id="provenance"),
-            MemoryItem("b", "elsewhere", metadata={"id": 7}),
+            # From elsewhere: the caller's metadata["id"] instructs the row.
+            MemoryItem("b", "elsewhere", metadata={"id": 7}, id="foreign"),
             MemoryItem("c", "vector", id="mine"),
         ],
         ctx=ctx(),
     )
     chunks = port.upserts[0][0]
-    assert [c.id for c in chunks] == ["explicit", "7", "mine"]
+    assert [c.id for c in chunks] == ["provenance", "7", "mine"]
     assert [dict(c.metadata) for c in chunks] == [{"k": 1}, {}, {}]
 
 

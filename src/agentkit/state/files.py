@@ -29,11 +29,11 @@ def normalise_path(path: object) -> str:
         raise PathEscapeError(f"path {path!r} contains a NUL byte")
     if "\\" in path:
         raise PathEscapeError(f"path {path!r} contains a backslash; use '/' separators")
-    if not path.startswith("/"):
-        raise InvalidArgument(f"path {path!r} must start with '/'")
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise PathEscapeError(f"path {path!r} contains '..'")
+    if not path.startswith("/"):
+        raise InvalidArgument(f"path {path!r} must start with '/'")
     return "/" + "/".join(parts)
 
 

@@ -80,14 +80,12 @@ def default_parse(result: Any, query: str) -> list[MemoryItem]:
     ``{"results": [...]}`` recurses on the list; a list holds dicts (content
     under ``content``, ``text`` or ``snippet``; optional ``score`` and
     ``metadata``; every other key joins metadata) or strings; a string splits
-    on blank lines into paragraphs. ``None`` means the tool found nothing and
-    yields no items; anything else becomes one item of ``str(result)``. A score
+    on blank lines into paragraphs. Anything else (``None`` included) becomes
+    one item of ``str(result)``: visible in traces, which is the point. A score
     that is not a finite number is dropped to None (kept in metadata as
     ``score``) rather than failing the whole recall. ``query`` is unused here
     and exists for parity with custom parsers.
     """
-    if result is None:
-        return []
     if isinstance(result, Mapping) and "results" in result:
         return default_parse(result["results"], query)
     if isinstance(result, str):

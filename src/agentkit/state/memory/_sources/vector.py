@@ -56,13 +56,14 @@ class VectorMemory:
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """Index items as chunks in ``ctx.scope``.
 
-        The chunk id is ``metadata["id"]`` when the caller names one (an
-        instruction), else ``item.id`` when the item came from THIS source (its
-        provenance), else a fresh uuid. An id recalled from another backend is
-        never trusted: ids are unique only within one backend, and a composite
-        broadcasts every item to every member, so trusting it would overwrite an
-        unrelated row that happens to share the key. ``metadata["id"]`` is always
-        removed from the stored metadata so there is one id, not two.
+        The chunk id is ``item.id`` when the item came from THIS source (so a
+        recalled item written back updates its row), else ``metadata["id"]``
+        when the caller names one, else a fresh uuid. An ``item.id`` from
+        another backend is never trusted: ids are unique only within one
+        backend, and a composite broadcasts every item to every member, so
+        trusting it would overwrite an unrelated row that shares the key.
+        ``metadata["id"]`` is always removed from the stored metadata so there
+        is one id, not two.
         """
         batch = check_items(items)
         ctx = check_ctx(ctx)
@@ -73,14 +74,16 @@ class VectorMemory:
     def _chunk(self, item: MemoryItem) -> Chunk:
         metadata = dict(item.metadata)
         explicit = metadata.pop("id", None)
-        if explicit is not None:
-            if isinstance(explicit, bool) or not isinstance(explicit, (str, int)):
-                raise InvalidArgumentType(
-                    f"metadata['id'] must be a str or int, got {type(explicit).__name__}"
-                )
-            chunk_id = str(explicit)
-        elif item.id is not None and item.source == self.name:
+        if explicit is not None and (
+            isinstance(explicit, bool) or not isinstance(explicit, (str, int))
+        ):
+            raise InvalidArgumentType(
+                f"metadata['id'] must be a str or int, got {type(explicit).__name__}"
+            )
+        if item.id is not None and item.source == self.name:
             chunk_id = item.id
+        elif explicit is not None:
+            chunk_id = str(explicit)
         else:
             chunk_id = uuid.uuid4().hex
         return Chunk(chunk_id, item.content, metadata)
