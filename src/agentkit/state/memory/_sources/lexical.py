@@ -1,0 +1,71 @@
+"""LexicalMemory: the word-matching half of hybrid retrieval, over any LexicalPort."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._sources._args import check_ctx, check_items
+from agentkit.state.memory._validate import check_k, check_query, check_where
+
+
+@dataclass
+class LexicalMemory:
+    """A read-side MemorySource over a store's ``lexical_search`` (BM25 and the like).
+
+    Item ids are the store's chunk ids — the same keyspace a VectorMemory over the same
+    store reports — so a CompositeMemory with the default ``dedupe="id"`` merges the two
+    halves' copies of one chunk into one item. Scores are the store's own lexical scale
+    (higher is better, unbounded), which is why such a pair wants ``rrf_rerank`` rather
+    than a raw score sort.
+
+    ``accepts_writes`` is False and ``write`` stores nothing: the rows this source reads
+    are written by the VectorMemory over the same store (the store embeds and indexes
+    words in one transaction). A composite files this member under ``refused``.
+    ``where`` is a default filter; a call-time ``where`` merges over it key by key.
+    """
+
+    store: Any
+    name: str = "lexical"
+    where: dict[str, Any] | None = None
+
+    accepts_writes = False
+
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.store, "lexical_search", None)):
+            raise InvalidArgumentType(
+                f"store must provide lexical_search() (a LexicalPort), "
+                f"got {type(self.store).__name__}"
+            )
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidArgumentType("name must be a non-empty str")
+        self.where = check_where(self.where)
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        """Top-k by the store's lexical ranking within ``ctx.scope``, best first."""
+        query = check_query(query)
+        k = check_k(k)
+        call_where = check_where(where)
+        ctx = check_ctx(ctx)
+        merged = {**(self.where or {}), **(call_where or {})} or None
+        hits = await self.store.lexical_search(query, k=k, scope=ctx.scope, where=merged)
+        return [
+            MemoryItem(chunk.text, self.name, float(score), chunk.metadata, id=chunk.id)
+            for score, chunk in list(hits)[:k]
+        ]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Validate and drop: the paired VectorMemory is where writes land."""
+        check_items(items)
+        check_ctx(ctx)

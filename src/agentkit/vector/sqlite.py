@@ -1,0 +1,711 @@
+"""SQLiteVectorStore: one embedded file serving dense and lexical search.
+
+Rows live in ``chunks`` keyed by (org, domain, id); an external-content FTS5 table
+(``porter unicode61``) mirrors their text through triggers, so a chunk and its lexical
+index row can never disagree. Vectors are float32 blobs; dense search runs in numpy over a
+per-scope matrix cached in memory.
+
+Threading: every sqlite call runs on one dedicated worker thread that owns the
+connection, so the event loop never blocks and the connection is never shared between
+threads. The store embeds on the event loop's side (the embedder offloads itself).
+
+Freshness: this process's writes patch the cached matrices in place; another process's
+commits bump ``PRAGMA data_version``, which is checked before every read and drops the
+caches. Tenant isolation: every statement filters on the scope columns. BM25 statistics
+(document frequencies) are computed by FTS5 over the whole file, so one tenant's corpus
+shifts another's lexical *scores* slightly; it never changes which rows are visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.vector.port import Chunk, Embedder, matches_where
+
+_T = TypeVar("_T")
+_SCHEMA_VERSION = "1"
+# unicode61 splits on anything that is not a letter, digit or private-use char; \w
+# additionally keeps "_", which FTS5 then splits inside the quoted phrase. Either way no
+# query text can reach FTS5 as syntax.
+_WORD = re.compile(r"\w+")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    UNIQUE (org, domain, id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF text ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+"""
+
+
+def embedder_name(embedder: object) -> str:
+    """What a store records about who wrote its vectors.
+
+    ``model_name`` when the embedder has one; otherwise its class and ``dim``, which is
+    enough to tell a HashingEmbedder from a real model.
+    """
+    name = getattr(embedder, "model_name", None)
+    if isinstance(name, str) and name:
+        return name
+    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
+
+
+def fts_query(text: str) -> str:
+    """Quoted word tokens joined by OR: user text is only ever data to FTS5."""
+    seen: dict[str, None] = {}
+    for token in _WORD.findall(text.lower()):
+        seen.setdefault(token, None)
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
+
+
+def _bucket(scope: object) -> tuple[str, str]:
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+    return (scope.org_id or "", scope.domain_id or "")
+
+
+def _check_k(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidArgumentType(f"k must be an int, got {type(k).__name__}")
+    if k < 1:
+        raise InvalidArgument(f"k must be >= 1, got {k}")
+    return k
+
+
+def _check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise InvalidArgumentType(f"query must be a str, got {type(query).__name__}")
+    return query
+
+
+def _check_where(where: object) -> dict[str, Any] | None:
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise InvalidArgumentType(f"where must be a mapping or None, got {type(where).__name__}")
+    for key in where:
+        if not isinstance(key, str):
+            raise InvalidArgumentType(f"where keys must be str, got {type(key).__name__}")
+    return dict(where)
+
+
+def _check_ids(ids: object) -> list[str]:
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
+    out = list(ids)
+    for i, value in enumerate(out):
+        if not isinstance(value, str):
+            raise InvalidArgumentType(f"ids[{i}] must be a str, got {type(value).__name__}")
+    return out
+
+
+def _encode_metadata(chunk: Chunk) -> str:
+    """JSON, checked key by key so the error names the culprit."""
+    meta = chunk.metadata
+    for key, value in meta.items():
+        if not isinstance(key, str):
+            raise InvalidArgument(
+                f"chunk {chunk.id!r}: metadata key {key!r} is not a str; "
+                "SQLiteVectorStore stores metadata as JSON"
+            )
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"chunk {chunk.id!r}: metadata[{key!r}] is not JSON-serialisable "
+                f"({type(value).__name__}: {exc})"
+            ) from None
+    return json.dumps(dict(meta), allow_nan=False, ensure_ascii=False)
+
+
+class _ScopeIndex:
+    """One scope's vectors in a growable matrix, plus what a result needs besides text."""
+
+    __slots__ = ("dim", "ids", "meta", "n", "pos", "rowids", "vectors")
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.n = 0
+        self.vectors: npt.NDArray[np.float32] = np.zeros((16, dim), dtype=np.float32)
+        self.rowids: list[int] = []
+        self.ids: list[str] = []
+        # Raw JSON until a ``where`` needs it parsed: most searches never look.
+        self.meta: list[str | dict[str, Any]] = []
+        self.pos: dict[str, int] = {}
+
+    def put(self, rowid: int, chunk_id: str, meta: str, vector: npt.NDArray[np.float32]) -> None:
+        at = self.pos.get(chunk_id)
+        if at is None:
+            if self.n == len(self.vectors):
+                grown = np.zeros((max(16, 2 * self.n), self.dim), dtype=np.float32)
+                grown[: self.n] = self.vectors[: self.n]
+                self.vectors = grown
+            at = self.n
+            self.n += 1
+            self.pos[chunk_id] = at
+            self.rowids.append(rowid)
+            self.ids.append(chunk_id)
+            self.meta.append(meta)
+        else:
+            self.rowids[at] = rowid
+            self.meta[at] = meta
+        self.vectors[at] = vector
+
+    def remove(self, chunk_id: str) -> None:
+        at = self.pos.pop(chunk_id, None)
+        if at is None:
+            return
+        last = self.n - 1
+        if at != last:  # swap the last row into the hole
+            self.vectors[at] = self.vectors[last]
+            self.rowids[at] = self.rowids[last]
+            self.ids[at] = self.ids[last]
+            self.meta[at] = self.meta[last]
+            self.pos[self.ids[at]] = at
+        self.rowids.pop()
+        self.ids.pop()
+        self.meta.pop()
+        self.n = last
+
+    def metadata(self, at: int) -> dict[str, Any]:
+        value = self.meta[at]
+        if isinstance(value, str):
+            value = json.loads(value)
+            self.meta[at] = value
+        return value
+
+
+class SQLiteVectorStore:
+    """A durable VectorPort and LexicalPort in one SQLite file (WAL mode).
+
+    ``embedder=None`` opens the file for lexical search and counts only — no model is
+    needed to read words — and ``search``/``upsert`` then raise StoreError. With an
+    embedder, its ``dim`` and name are recorded on first write and a different one is
+    refused on reopen, because mixing two models' vectors silently ruins ranking.
+    ``create=False`` refuses to make a new file (read-only commands use it to report a
+    mistyped path instead of creating an empty store).
+
+    Upsert is one transaction per call. A chunk whose text is unchanged keeps its stored
+    vector and is not re-embedded, so re-ingesting a corpus costs database writes only.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        embedder: Embedder | None,
+        create: bool = True,
+    ) -> None:
+        if not isinstance(path, (str, Path)):
+            raise InvalidArgumentType(f"path must be a str or Path, got {type(path).__name__}")
+        if embedder is not None and not isinstance(getattr(embedder, "dim", None), int):
+            raise InvalidArgumentType("embedder must have an int dim and an async embed()")
+        self.path = Path(path)
+        self.embedder = embedder
+        self._create = create
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentkit-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._opened: Future[None] | None = None
+        self._open_lock = threading.Lock()
+        self._closed = False
+        self._cache: dict[tuple[str, str], _ScopeIndex] = {}
+        self._data_version = -1
+
+    def __repr__(self) -> str:
+        return f"SQLiteVectorStore({str(self.path)!r}, embedder={self.embedder!r})"
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def open(self) -> SQLiteVectorStore:
+        """Open (and create, when allowed) the file; idempotent. Every call awaits it."""
+        if self._closed:
+            raise StoreError(f"store {str(self.path)!r} is closed")
+        with self._open_lock:
+            if self._opened is None:
+                self._opened = self._pool.submit(self._open_sync)
+            opened = self._opened
+        if not opened.done():
+            # shield: a caller cancelled mid-open must not cancel the open for the others.
+            await asyncio.shield(asyncio.wrap_future(opened))
+        if opened.cancelled() or opened.exception() is not None:
+            with self._open_lock:
+                if self._opened is opened:
+                    self._opened = None  # a failed open may be retried
+            opened.result()
+        return self
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker thread; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.wrap_future(self._pool.submit(self._close_sync))
+        self._pool.shutdown(wait=False)
+
+    async def __aenter__(self) -> SQLiteVectorStore:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        await self.open()
+        return await asyncio.wrap_future(self._pool.submit(fn, *args))
+
+    # -- the ports -------------------------------------------------------------------
+
+    async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
+        """Insert or replace by (scope, id); all of ``chunks`` land or none do."""
+        bucket = _bucket(scope)
+        if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
+            raise InvalidArgumentType(
+                f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
+            )
+        batch = list(chunks)
+        rows: list[tuple[Chunk, str]] = []
+        for i, chunk in enumerate(batch):
+            if not isinstance(chunk, Chunk):
+                raise InvalidArgumentType(
+                    f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}"
+                )
+            rows.append((chunk, _encode_metadata(chunk)))
+        if not rows:
+            return
+        embedder = self._need_embedder("upsert")
+        # Later copies of one id win, as if the batch were applied in order.
+        latest = {chunk.id: (chunk, meta) for chunk, meta in rows}
+        stored = await self._run(self._stored_sync, bucket, list(latest))
+        todo = [c.text for c, _ in latest.values() if stored.get(c.id, (None,))[0] != c.text]
+        fresh = await embedder.embed(todo) if todo else None
+        if fresh is not None:
+            fresh = np.asarray(fresh, dtype=np.float32)
+            if fresh.shape != (len(todo), embedder.dim):
+                raise StoreError(
+                    f"embedder returned shape {fresh.shape}, expected {(len(todo), embedder.dim)}"
+                )
+        writes: list[tuple[str, str, str, npt.NDArray[np.float32]]] = []
+        j = 0
+        for chunk, meta in latest.values():
+            old = stored.get(chunk.id)
+            if old is not None and old[0] == chunk.text:
+                vector = old[1]
+            else:
+                assert fresh is not None
+                vector = fresh[j]
+                j += 1
+            writes.append((chunk.id, chunk.text, meta, vector))
+        await self._run(self._upsert_sync, bucket, writes)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """Cosine similarity over the scope's vectors, best first."""
+        query = _check_query(query)
+        k = _check_k(k)
+        bucket = _bucket(scope)
+        flt = _check_where(where)
+        embedder = self._need_embedder("search")
+        vector = np.asarray(await embedder.embed([query]), dtype=np.float32).reshape(-1)
+        return await self._run(self._search_sync, bucket, vector, k, flt)
+
+    async def lexical_search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """FTS5 bm25 over the scope's chunks; score is ``-bm25`` (higher is better)."""
+        query = _check_query(query)
+        k = _check_k(k)
+        bucket = _bucket(scope)
+        flt = _check_where(where)
+        match = fts_query(query)
+        if not match:
+            return []
+        return await self._run(self._lexical_sync, bucket, match, k, flt)
+
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
+        """Remove ``ids`` from the scope's bucket; unknown ids are ignored."""
+        bucket = _bucket(scope)
+        wanted = _check_ids(ids)
+        if wanted:
+            await self._run(self._delete_sync, bucket, wanted)
+
+    async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
+        """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
+        bucket = _bucket(scope)
+        wanted = _check_ids(ids)
+        if not wanted:
+            return []
+        return await self._run(self._get_sync, bucket, wanted)
+
+    async def count(self, *, scope: Scope | None = None) -> int:
+        """Chunks in one scope's bucket, or in the whole file when ``scope`` is None."""
+        bucket = None if scope is None else _bucket(scope)
+        return await self._run(self._count_sync, bucket)
+
+    def _need_embedder(self, op: str) -> Embedder:
+        if self.embedder is None:
+            raise StoreError(
+                f"{op} needs an embedder; this SQLiteVectorStore was opened with embedder=None "
+                "(lexical search only)"
+            )
+        return self.embedder
+
+    # -- worker-thread side ----------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"store {str(self.path)!r} is not open")
+        return self._conn
+
+    def _open_sync(self) -> None:
+        path = self.path
+        if not path.parent.exists():
+            if not self._create:
+                raise StoreError(f"no store at {str(path)!r}: directory {str(path.parent)!r} "
+                                 "does not exist")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create directory for store {str(path)!r}: {exc}") from exc
+        if not self._create and not path.exists():
+            raise StoreError(f"no store at {str(path)!r} (ingest something first)")
+        if path.exists() and path.is_dir():
+            raise StoreError(f"store path {str(path)!r} is a directory, not a SQLite file")
+        try:
+            conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {str(path)!r}: {exc}") from exc
+        try:
+            conn.execute("PRAGMA busy_timeout = 30000")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"store {str(path)!r} could not switch to WAL mode ({mode})")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _split_sql(_SCHEMA):
+                conn.execute(statement)
+            self._check_meta(conn)
+            conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            _rollback(conn)
+            conn.close()
+            raise StoreError(f"{str(path)!r} is not a usable agentkit store: {exc}") from exc
+        except BaseException:
+            _rollback(conn)
+            conn.close()
+            raise
+        self._conn = conn
+        self._data_version = self._current_version()
+
+    def _check_meta(self, conn: sqlite3.Connection) -> None:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        version = meta.get("schema_version")
+        if version is not None and version != _SCHEMA_VERSION:
+            raise StoreError(
+                f"store {str(self.path)!r} has schema version {version}; "
+                f"this agentkit reads version {_SCHEMA_VERSION}"
+            )
+        updates = {"schema_version": _SCHEMA_VERSION}
+        if self.embedder is not None:
+            dim, name = str(self.embedder.dim), embedder_name(self.embedder)
+            had_dim, had_name = meta.get("dim"), meta.get("embedder")
+            if had_dim is not None and (had_dim, had_name) != (dim, name):
+                empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+                if not empty:
+                    raise StoreError(
+                        f"store {str(self.path)!r} holds vectors from embedder {had_name!r} "
+                        f"(dim {had_dim}); refusing to mix in {name!r} (dim {dim}). "
+                        "Open it with the same embedder, or use a new store file."
+                    )
+            updates["dim"], updates["embedder"] = dim, name
+        for key, value in updates.items():
+            if meta.get(key) != value:
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    def _close_sync(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._cache.clear()
+
+    def _current_version(self) -> int:
+        return int(self._db().execute("PRAGMA data_version").fetchone()[0])
+
+    def _sync_cache(self) -> None:
+        """Drop cached matrices when another connection has committed since we looked."""
+        version = self._current_version()
+        if version != self._data_version:
+            self._cache.clear()
+            self._data_version = version
+
+    def _index(self, bucket: tuple[str, str]) -> _ScopeIndex:
+        index = self._cache.get(bucket)
+        if index is not None:
+            return index
+        dim = self._dim()
+        index = _ScopeIndex(dim)
+        rows = self._db().execute(
+            "SELECT rowid, id, metadata, vector FROM chunks WHERE org = ? AND domain = ?",
+            bucket,
+        ).fetchall()
+        if rows:
+            index.vectors = np.frombuffer(
+                b"".join(r[3] for r in rows), dtype=np.float32
+            ).reshape(len(rows), dim).copy()
+            index.n = len(rows)
+            index.rowids = [r[0] for r in rows]
+            index.ids = [r[1] for r in rows]
+            index.meta = [r[2] for r in rows]
+            index.pos = {cid: i for i, cid in enumerate(index.ids)}
+        self._cache[bucket] = index
+        return index
+
+    def _dim(self) -> int:
+        if self.embedder is not None:
+            return self.embedder.dim
+        row = self._db().execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+        return int(row[0]) if row else 1
+
+    def _stored_sync(
+        self, bucket: tuple[str, str], ids: list[str]
+    ) -> dict[str, tuple[str, npt.NDArray[np.float32]]]:
+        out: dict[str, tuple[str, npt.NDArray[np.float32]]] = {}
+        db = self._db()
+        for part in _parts(ids):
+            marks = ",".join("?" * len(part))
+            for cid, text, blob in db.execute(
+                f"SELECT id, text, vector FROM chunks WHERE org = ? AND domain = ? "
+                f"AND id IN ({marks})",
+                (*bucket, *part),
+            ):
+                out[cid] = (text, np.frombuffer(blob, dtype=np.float32))
+        return out
+
+    def _upsert_sync(
+        self, bucket: tuple[str, str], writes: list[tuple[str, str, str, npt.NDArray[np.float32]]]
+    ) -> None:
+        db = self._db()
+        self._sync_cache()
+        done: list[tuple[int, str, str, npt.NDArray[np.float32]]] = []
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for cid, text, meta, vector in writes:
+                row = db.execute(
+                    "INSERT INTO chunks(org, domain, id, text, metadata, vector) "
+                    "VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(org, domain, id) DO UPDATE SET text = excluded.text, "
+                    "metadata = excluded.metadata, vector = excluded.vector "
+                    "RETURNING rowid",
+                    (*bucket, cid, text, meta, vector.astype(np.float32).tobytes()),
+                ).fetchone()
+                done.append((int(row[0]), cid, meta, vector))
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(db)
+            raise StoreError(f"upsert into {str(self.path)!r} failed, nothing written: {exc}") \
+                from exc
+        except BaseException:
+            _rollback(db)
+            raise
+        index = self._cache.get(bucket)
+        if index is not None:
+            for rowid, cid, meta, vector in done:
+                index.put(rowid, cid, meta, vector)
+        self._data_version = self._current_version()
+
+    def _delete_sync(self, bucket: tuple[str, str], ids: list[str]) -> None:
+        db = self._db()
+        self._sync_cache()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for part in _parts(ids):
+                marks = ",".join("?" * len(part))
+                db.execute(
+                    f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
+                    (*bucket, *part),
+                )
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(db)
+            raise StoreError(f"delete from {str(self.path)!r} failed, nothing removed: {exc}") \
+                from exc
+        except BaseException:
+            _rollback(db)
+            raise
+        index = self._cache.get(bucket)
+        if index is not None:
+            for cid in ids:
+                index.remove(cid)
+        self._data_version = self._current_version()
+
+    def _search_sync(
+        self,
+        bucket: tuple[str, str],
+        vector: npt.NDArray[np.float32],
+        k: int,
+        where: dict[str, Any] | None,
+    ) -> list[tuple[float, Chunk]]:
+        self._sync_cache()
+        index = self._index(bucket)
+        if index.n == 0:
+            return []
+        scores = index.vectors[: index.n] @ vector
+        if where:
+            keep = np.fromiter(
+                (matches_where(index.metadata(i), where) for i in range(index.n)),
+                dtype=bool,
+                count=index.n,
+            )
+            scores = np.where(keep, scores, -np.inf)
+            available = int(keep.sum())
+        else:
+            available = index.n
+        take = min(k, available)
+        if take == 0:
+            return []
+        if take < index.n:
+            top = np.argpartition(-scores, take - 1)[:take]
+        else:
+            top = np.arange(index.n)
+        top = top[np.argsort(-scores[top], kind="stable")]
+        rowids = [index.rowids[i] for i in top]
+        texts = self._texts(rowids)
+        return [
+            (float(scores[i]), Chunk(index.ids[i], texts[index.rowids[i]], index.metadata(i)))
+            for i in top
+            if math.isfinite(float(scores[i]))
+        ]
+
+    def _texts(self, rowids: list[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for part in _parts(rowids):
+            marks = ",".join("?" * len(part))
+            out.update(
+                self._db().execute(
+                    f"SELECT rowid, text FROM chunks WHERE rowid IN ({marks})", part
+                ).fetchall()
+            )
+        return out
+
+    def _lexical_sync(
+        self, bucket: tuple[str, str], match: str, k: int, where: dict[str, Any] | None
+    ) -> list[tuple[float, Chunk]]:
+        sql = (
+            "SELECT c.id, c.text, c.metadata, bm25(chunks_fts) AS rank "
+            "FROM chunks_fts JOIN chunks AS c ON c.rowid = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ? AND c.org = ? AND c.domain = ? ORDER BY rank"
+        )
+        params: tuple[Any, ...] = (match, *bucket)
+        if not where:
+            sql += " LIMIT ?"
+            params += (k,)
+        out: list[tuple[float, Chunk]] = []
+        try:
+            cursor = self._db().execute(sql, params)
+            for cid, text, meta_json, rank in cursor:
+                meta = json.loads(meta_json)
+                if where and not matches_where(meta, where):
+                    continue
+                out.append((-float(rank), Chunk(cid, text, meta)))
+                if len(out) >= k:
+                    break
+            cursor.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"lexical search on {str(self.path)!r} failed: {exc}") from exc
+        return out
+
+    def _get_sync(self, bucket: tuple[str, str], ids: list[str]) -> list[Chunk]:
+        found: dict[str, Chunk] = {}
+        for part in _parts(ids):
+            marks = ",".join("?" * len(part))
+            for cid, text, meta in self._db().execute(
+                f"SELECT id, text, metadata FROM chunks WHERE org = ? AND domain = ? "
+                f"AND id IN ({marks})",
+                (*bucket, *part),
+            ):
+                found[cid] = Chunk(cid, text, json.loads(meta))
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def _count_sync(self, bucket: tuple[str, str] | None) -> int:
+        if bucket is None:
+            row = self._db().execute("SELECT count(*) FROM chunks").fetchone()
+        else:
+            row = self._db().execute(
+                "SELECT count(*) FROM chunks WHERE org = ? AND domain = ?", bucket
+            ).fetchone()
+        return int(row[0])
+
+
+def _parts(values: Sequence[_T], size: int = 500) -> list[Sequence[_T]]:
+    # Stay well under SQLite's bound-parameter limit.
+    return [values[i : i + size] for i in range(0, len(values), size)]
+
+
+def _split_sql(script: str) -> list[str]:
+    """Statements of the schema script; triggers keep their inner ``;``."""
+    out: list[str] = []
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        if text.endswith(";") and sqlite3.complete_statement(text):
+            out.append(text)
+            buf = []
+    return out
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
