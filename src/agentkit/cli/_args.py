@@ -1,0 +1,151 @@
+"""The command line's grammar: argparse, with every mistake reported on one line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import NoReturn
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument
+
+DEFAULT_STORE = os.path.join(".agentkit", "memory.db")
+PROG = "agentkit-memory"
+
+
+class UsageError(InvalidArgument):
+    """A command line that cannot be run; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints the whole usage block and exits; we want one line and our own exit.
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def parse_scope(text: str | None) -> Scope:
+    """``ORG/DOMAIN`` -> Scope; absent -> the unset bucket. Anything else is refused."""
+    if text is None or text == "":
+        return Scope()
+    org, sep, domain = text.partition("/")
+    if not sep or not org or not domain or "/" in domain:
+        raise UsageError(f"--scope must look like ORG/DOMAIN (two non-empty parts), got {text!r}")
+    return Scope(org, domain)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    # On subcommands the defaults are SUPPRESS, so `cmd --store X` and `--store X cmd`
+    # both work and a subcommand never resets what the top level set.
+    def d(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--store",
+        default=d(None),
+        metavar="PATH|URL",
+        help=f"SQLite file (default: $AGENTKIT_STORE or {DEFAULT_STORE}) "
+        "or a postgresql:// URL",
+    )
+    parser.add_argument(
+        "--scope", default=d(None), metavar="ORG/DOMAIN", help="tenant bucket (default: unset)"
+    )
+    parser.add_argument(
+        "--model",
+        default=d(None),
+        metavar="NAME|PATH",
+        help="sentence-transformers model (default: the store's own, else bundled MiniLM)",
+    )
+    parser.add_argument(
+        "--hashing",
+        action="store_true",
+        default=d(False),
+        help="use the model-free HashingEmbedder (also: AGENTKIT_EMBEDDER=hashing)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Hybrid (dense + lexical) memory on an embedded SQLite store.",
+    )
+    _add_globals(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    ingest = sub.add_parser("ingest", help="index .txt/.md files, folders and BEIR corpora")
+    _add_globals(ingest, top=False)
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--chunk-size", type=_positive, default=1200, metavar="CHARS",
+                        help="target chunk length for text and Markdown (default 1200)")
+    ingest.add_argument("--overlap", type=_non_negative, default=200, metavar="CHARS",
+                        help="characters shared by neighbouring chunks (default 200)")
+    ingest.add_argument("--batch", type=_positive, default=256, metavar="N",
+                        help="chunks embedded and written per transaction (default 256)")
+
+    query = sub.add_parser("query", help="search the store (hybrid by default)")
+    _add_globals(query, top=False)
+    query.add_argument("text", metavar="TEXT")
+    query.add_argument("-k", type=_positive, default=5, help="results to show (default 5)")
+    query.add_argument("--json", action="store_true", help="machine-readable output")
+    query.add_argument("--explain", action="store_true",
+                       help="show each half's own ranks, the dedupe merges and timings")
+    mode = query.add_mutually_exclusive_group()
+    mode.add_argument("--dense", dest="mode", action="store_const", const="dense")
+    mode.add_argument("--lexical", dest="mode", action="store_const", const="lexical")
+    query.set_defaults(mode="hybrid")
+    query.add_argument("--candidates", type=_positive, default=50, metavar="N",
+                       help="hybrid: how deep each half is read before fusion (default 50)")
+
+    ev = sub.add_parser("eval", help="nDCG and recall on a BEIR-layout folder")
+    _add_globals(ev, top=False)
+    ev.add_argument("dir", metavar="DIR")
+    ev.add_argument("--split", default=None,
+                    help="qrels split (default: test if present, else the only one)")
+    ev.add_argument("-k", type=_positive, default=10, help="nDCG cutoff (default 10)")
+    ev.add_argument("--recall-at", type=_positive, default=100, metavar="N",
+                    help="recall cutoff (default 100)")
+    ev.add_argument("--modes", default="dense,lexical,hybrid",
+                    help="comma-separated subset of dense,lexical,hybrid")
+    ev.add_argument("--limit", type=_positive, default=None, metavar="N",
+                    help="evaluate only the first N judged queries")
+    return parser
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    args.scope = parse_scope(args.scope)
+    if args.store is None:
+        args.store = os.environ.get("AGENTKIT_STORE") or DEFAULT_STORE
+    if not args.hashing:
+        args.hashing = os.environ.get("AGENTKIT_EMBEDDER", "").strip().lower() == "hashing"
+    if args.model is None:
+        args.model = os.environ.get("AGENTKIT_MODEL") or None
+    if args.hashing and args.model:
+        raise UsageError("--hashing and --model are mutually exclusive")
+    if args.command == "eval":
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        bad = [m for m in modes if m not in ("dense", "lexical", "hybrid")]
+        if bad or not modes:
+            raise UsageError(f"--modes takes dense, lexical and/or hybrid, got {args.modes!r}")
+        args.modes = modes
+    return args

@@ -1,0 +1,60 @@
+"""One coroutine per subcommand: open the store, do the work, print, return a status."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agentkit.cli import _eval, _ingest, _query
+from agentkit.cli._stores import open_store
+
+
+async def cmd_ingest(args: argparse.Namespace) -> int:
+    _ingest.plan(args.paths)  # refuse a bad path before a model loads or a file is made
+    async with open_store(args, create=True) as store:
+        stats = await _ingest.ingest(
+            store,
+            args.scope,
+            args.paths,
+            size=args.chunk_size,
+            overlap=args.overlap,
+            batch=args.batch,
+        )
+    print(stats.summary(args.scope), file=sys.stderr)
+    return 0
+
+
+async def cmd_query(args: argparse.Namespace) -> int:
+    lexical_only = args.mode == "lexical"
+    async with open_store(args, create=False, need_vectors=not lexical_only) as store:
+        items, stack, total = await _query.run(
+            store, args.text, k=args.k, mode=args.mode, scope=args.scope, depth=args.candidates
+        )
+    info = _query.explain(items, stack, total) if args.explain else None
+    if args.json:
+        print(_query.as_json(args.text, args.mode, args.scope, items, info))
+        return 0
+    print(_query.table(items))
+    if info is not None:
+        print()
+        print(_query.render_explain(info, items, args.k))
+    return 0
+
+
+async def cmd_eval(args: argparse.Namespace) -> int:
+    data = _eval.load(args.dir, args.split)
+    async with open_store(args, create=True) as store:
+        stats = await _ingest.ingest(store, args.scope, [str(data.corpus)])
+        if stats.written:
+            print(stats.summary(args.scope), file=sys.stderr)
+        scores, _ = await _eval.evaluate(
+            store,
+            args.scope,
+            data,
+            args.modes,
+            k=args.k,
+            recall_at=args.recall_at,
+            limit=args.limit,
+        )
+    print(_eval.render(scores, data, args.k, args.recall_at))
+    return 0

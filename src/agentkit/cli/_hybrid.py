@@ -1,0 +1,89 @@
+"""The memory stack the CLI, eval and the benchmarks query: one place, one recipe.
+
+Hybrid is ``CompositeMemory([dense, lexical], reranker=rrf_rerank)`` with the default
+``dedupe="id"``: both halves read the same store, so a chunk found by both is one item
+whose fused score adds its two reciprocal ranks. Each half is read ``depth`` deep before
+fusion (a chunk ranked 30th by words but 2nd by meaning must be in the pool to be
+rescued), and only the top ``k`` of the fused list is returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentkit.kernel.ctx import Ctx
+from agentkit.state.memory import (
+    CompositeMemory,
+    LexicalMemory,
+    MemoryItem,
+    MemorySource,
+    VectorMemory,
+    rrf_rerank,
+)
+
+Mode = Literal["dense", "lexical", "hybrid"]
+MODES: tuple[Mode, ...] = ("dense", "lexical", "hybrid")
+
+
+@dataclass
+class Traced:
+    """A pass-through source that reads ``depth`` deep and remembers what it saw.
+
+    ``last`` and ``elapsed`` describe the most recent query — enough for ``--explain``;
+    do not share one instance between concurrent queries you want to explain.
+    """
+
+    inner: MemorySource
+    depth: int = 0
+    name: str = field(init=False)
+    last: list[MemoryItem] = field(default_factory=list, init=False)
+    elapsed: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.inner.name
+
+    @property
+    def accepts_writes(self) -> bool:
+        return bool(getattr(self.inner, "accepts_writes", True))
+
+    async def query(
+        self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        start = time.perf_counter()
+        items = await self.inner.query(query, k=max(k, self.depth), ctx=ctx, where=where)
+        self.elapsed = time.perf_counter() - start
+        self.last = list(items)
+        return self.last
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        await self.inner.write(items, ctx=ctx)
+
+
+@dataclass
+class Stack:
+    """The queryable memory plus the traced halves behind it."""
+
+    memory: MemorySource
+    halves: list[Traced]
+
+
+def build(
+    store: Any,
+    mode: Mode,
+    *,
+    depth: int = 50,
+    weights: Mapping[str, float] | None = None,
+) -> Stack:
+    dense = Traced(VectorMemory(store, name="dense"), depth)
+    lexical = Traced(LexicalMemory(store, name="lexical"), depth)
+    if mode == "dense":
+        return Stack(dense, [dense])
+    if mode == "lexical":
+        return Stack(lexical, [lexical])
+    reranker = rrf_rerank if weights is None else functools.partial(rrf_rerank, weights=weights)
+    memory = CompositeMemory([dense, lexical], reranker=reranker, name="hybrid")
+    return Stack(memory, [dense, lexical])

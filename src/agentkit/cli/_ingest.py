@@ -1,0 +1,343 @@
+"""Loading, chunking and idempotent ingestion of text, Markdown and BEIR corpora.
+
+Ids are ``sha256(document key, position)``: the same file or BEIR record always yields
+the same chunk ids, so re-ingesting replaces rows instead of adding copies. Each chunk
+records how many chunks its document had (``n_chunks``); when a document shrinks, the
+positions past its new end are deleted. Chunks whose text and metadata are unchanged
+are skipped before any embedding happens, so re-ingesting a corpus is cheap.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentkit.cli._progress import Progress
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument
+from agentkit.vector.port import Chunk
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+BEIR_NAMES = ("corpus.jsonl", "corpus.jsonl.gz")
+_SKIP_DIRS = {"node_modules", "__pycache__"}
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One source document before chunking."""
+
+    key: str  # stable identity: resolved file path, or "beir:<corpus>:<_id>"
+    path: str  # what a human sees
+    doc_id: str
+    title: str
+    text: str
+    corpus: str | None = None  # BEIR dataset name, when the doc came from one
+    whole: bool = False  # BEIR records are passages already: one chunk each
+
+
+@dataclass(slots=True)
+class IngestStats:
+    docs: int = 0
+    chunks: int = 0
+    written: int = 0
+    unchanged: int = 0
+    stale: int = 0
+    seconds: float = 0.0
+    sources: list[str] = field(default_factory=list)
+
+    def summary(self, scope: Scope) -> str:
+        where = "/".join(x or "-" for x in scope.key) if scope.org_id or scope.domain_id else "-"
+        rate = self.docs / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"ingested {self.docs} doc(s) -> {self.chunks} chunk(s): {self.written} written, "
+            f"{self.unchanged} unchanged, {self.stale} stale removed; scope {where}; "
+            f"{self.seconds:.1f}s ({rate:.1f} docs/s)"
+        )
+
+
+# --- finding documents -------------------------------------------------------------
+
+
+def beir_corpus_file(directory: Path) -> Path | None:
+    for name in BEIR_NAMES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def plan(paths: Iterable[str]) -> list[tuple[str, Path]]:
+    """Expand the command line into (kind, file) pairs, refusing what cannot be read.
+
+    Every path is checked before anything is written, so a typo in the third argument
+    does not leave the first two half-ingested.
+    """
+    out: list[tuple[str, Path]] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise InvalidArgument(f"no such file or directory: {raw!r}")
+        if path.is_dir():
+            corpus = beir_corpus_file(path)
+            if corpus is not None:
+                out.append(("beir", corpus))
+                continue
+            found = sorted(_walk(path))
+            if not found:
+                raise InvalidArgument(f"no .txt or .md files under {raw!r}")
+            out.extend(("text", f) for f in found)
+        elif path.name.endswith((".jsonl", ".jsonl.gz")):
+            out.append(("beir", path))
+        elif path.suffix.lower() in TEXT_SUFFIXES:
+            out.append(("text", path))
+        else:
+            raise InvalidArgument(
+                f"cannot ingest {raw!r}: expected .txt, .md, a BEIR corpus.jsonl(.gz) "
+                "or a directory"
+            )
+    return out
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS]
+        for name in filenames:
+            if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
+                yield Path(dirpath) / name
+
+
+def _display(path: Path) -> str:
+    resolved = path.resolve()
+    try:
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(resolved)
+
+
+def read_text_doc(path: Path) -> Doc:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"{str(path)!r} is not UTF-8 text") from None
+    shown = _display(path)
+    return Doc(
+        key=str(path.resolve()),
+        path=shown,
+        doc_id=shown,
+        title=_title(path, text),
+        text=text,
+    )
+
+
+def _title(path: Path, text: str) -> str:
+    if path.suffix.lower() in (".md", ".markdown"):
+        for line in text.splitlines():
+            match = re.match(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", line)
+            if match:
+                return match.group(1)
+    return path.stem
+
+
+def _open_lines(path: Path) -> Iterator[str]:
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            yield from fh
+    else:
+        with path.open(encoding="utf-8") as fh:
+            yield from fh
+
+
+def beir_name(corpus: Path) -> str:
+    """The dataset's name: its folder, unless the file has a name of its own."""
+    if corpus.name in BEIR_NAMES:
+        return corpus.resolve().parent.name
+    return corpus.name.removesuffix(".gz").removesuffix(".jsonl")
+
+
+def read_beir(corpus: Path) -> Iterator[Doc]:
+    """One Doc per record; the chunk text is the title and the text, as BEIR scores it."""
+    name = beir_name(corpus)
+    shown = _display(corpus)
+    for lineno, line in enumerate(_open_lines(corpus), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            doc_id = str(record["_id"])
+        except (ValueError, KeyError, TypeError):
+            raise InvalidArgument(
+                f"{shown}:{lineno}: not a BEIR record (a JSON object with an _id)"
+            ) from None
+        title = str(record.get("title") or "").strip()
+        body = str(record.get("text") or "").strip()
+        yield Doc(
+            key=f"beir:{name}:{doc_id}",
+            path=shown,
+            doc_id=doc_id,
+            title=title,
+            text=beir_text(title, body),
+            corpus=name,
+            whole=True,
+        )
+
+
+def beir_text(title: str, body: str) -> str:
+    return f"{title}\n\n{body}" if title and body else (title or body)
+
+
+def count_beir(corpus: Path) -> int:
+    return sum(1 for line in _open_lines(corpus) if line.strip())
+
+
+# --- chunking ----------------------------------------------------------------------
+
+
+def split_text(text: str, size: int, overlap: int) -> list[str]:
+    """Windows of about ``size`` characters sharing ``overlap`` with their neighbour.
+
+    A window ends at the last paragraph break, else sentence end, else space in its
+    second half, so chunks rarely cut a word or sentence in two.
+    """
+    text = text.strip()
+    if not text:
+        return []
+    if len(text) <= size:
+        return [text]
+    overlap = min(overlap, size // 2)
+    out: list[str] = []
+    start = 0
+    n = len(text)
+    while start < n:
+        end = min(start + size, n)
+        if end < n:
+            end = _cut(text, start, end)
+        piece = text[start:end].strip()
+        if piece:
+            out.append(piece)
+        if end >= n:
+            break
+        nxt = max(end - overlap, start + 1)
+        # Start the next window on a word boundary.
+        space = text.find(" ", nxt, end)
+        start = space + 1 if space != -1 else nxt
+    return out
+
+
+def _cut(text: str, start: int, end: int) -> int:
+    half = start + (end - start) // 2
+    for sep in ("\n\n", ". ", "? ", "! ", "\n", " "):
+        at = text.rfind(sep, half, end)
+        if at != -1:
+            return at + len(sep)
+    return end
+
+
+def chunk_id(key: str, position: int) -> str:
+    return hashlib.sha256(f"{key}\x1f{position}".encode()).hexdigest()[:32]
+
+
+def chunks_of(doc: Doc, size: int, overlap: int) -> list[Chunk]:
+    pieces = [doc.text.strip()] if doc.whole else split_text(doc.text, size, overlap)
+    pieces = [p for p in pieces if p]
+    out: list[Chunk] = []
+    for position, piece in enumerate(pieces):
+        meta: dict[str, Any] = {
+            "path": doc.path,
+            "doc_id": doc.doc_id,
+            "title": doc.title,
+            "position": position,
+            "n_chunks": len(pieces),
+        }
+        if doc.corpus is not None:
+            meta["corpus"] = doc.corpus
+        out.append(Chunk(chunk_id(doc.key, position), piece, meta))
+    return out
+
+
+# --- the pipeline ------------------------------------------------------------------
+
+
+async def ingest(
+    store: Any,
+    scope: Scope,
+    paths: list[str],
+    *,
+    size: int = 1200,
+    overlap: int = 200,
+    batch: int = 256,
+    progress: bool | None = None,
+) -> IngestStats:
+    """Ingest ``paths`` into ``store`` under ``scope``; safe to run again and again."""
+    if overlap >= size:
+        raise InvalidArgument(f"--overlap ({overlap}) must be smaller than --chunk-size ({size})")
+    jobs = plan(paths)
+    stats = IngestStats(sources=[str(p) for _, p in jobs])
+    total = sum(count_beir(p) if kind == "beir" else 1 for kind, p in jobs)
+    started = time.monotonic()
+    bar = Progress(total, "ingest", enabled=progress)
+    pending: list[tuple[Doc, list[Chunk]]] = []
+    pending_chunks = 0
+    try:
+        for doc in _docs(jobs):
+            chunks = chunks_of(doc, size, overlap)
+            pending.append((doc, chunks))
+            pending_chunks += len(chunks)
+            if pending_chunks >= batch:
+                await _flush(store, scope, pending, stats)
+                bar.update(len(pending))
+                pending, pending_chunks = [], 0
+        if pending:
+            await _flush(store, scope, pending, stats)
+            bar.update(len(pending))
+    finally:
+        bar.close()
+    stats.seconds = time.monotonic() - started
+    return stats
+
+
+def _docs(jobs: list[tuple[str, Path]]) -> Iterator[Doc]:
+    for kind, path in jobs:
+        if kind == "beir":
+            yield from read_beir(path)
+        else:
+            yield read_text_doc(path)
+
+
+async def _flush(
+    store: Any, scope: Scope, pending: list[tuple[Doc, list[Chunk]]], stats: IngestStats
+) -> None:
+    wanted = [c for _, chunks in pending for c in chunks]
+    # Position 0 of every document too: it tells how many chunks the old version had.
+    probe = list(dict.fromkeys([c.id for c in wanted] + [chunk_id(d.key, 0) for d, _ in pending]))
+    getter = getattr(store, "get", None)
+    existing: dict[str, Chunk] = {}
+    if getter is not None:
+        existing = {c.id: c for c in await getter(probe, scope=scope)}
+    todo = [c for c in wanted if not _same(existing.get(c.id), c)]
+    stale: list[str] = []
+    for doc, chunks in pending:
+        first = existing.get(chunk_id(doc.key, 0))
+        old_n = first.metadata.get("n_chunks") if first is not None else None
+        if isinstance(old_n, int) and old_n > len(chunks):
+            stale.extend(chunk_id(doc.key, p) for p in range(len(chunks), old_n))
+    if todo:
+        await store.upsert(todo, scope=scope)
+    if stale:
+        await store.delete(stale, scope=scope)
+    stats.docs += len(pending)
+    stats.chunks += len(wanted)
+    stats.written += len(todo)
+    stats.unchanged += len(wanted) - len(todo)
+    stats.stale += len(stale)
+
+
+def _same(old: Chunk | None, new: Chunk) -> bool:
+    return old is not None and old.text == new.text and dict(old.metadata) == dict(new.metadata)
