@@ -18,11 +18,16 @@ from agentkit.kernel import (
     MemoryWriteRefused,
     Scope,
 )
-from agentkit.state.memory._composite import CompositeMemory, DedupeMode, OnErrorPolicy
-from agentkit.state.memory._item import MemoryItem
-from agentkit.state.memory._readonly import ReadOnlyMemory
-from agentkit.state.memory._rerank import _SOURCE_RANKS, rrf_rerank
-from agentkit.state.memory._sequential import SequentialMemory
+from agentkit.state.memory import (
+    CompositeMemory,
+    DedupeMode,
+    MemoryItem,
+    OnErrorPolicy,
+    ReadOnlyMemory,
+    SequentialMemory,
+    rrf_rerank,
+)
+from agentkit.state.memory._rerank import _SOURCE_RANKS
 
 
 class ListMemory:

@@ -14,18 +14,21 @@ from agentkit.kernel import (
     CompositeWriteError,
     Ctx,
     InvalidArgument,
-    Message,
     MemoryWriteRefused,
+    Message,
     Scope,
     ScopeViolation,
 )
-from agentkit.state.memory import _cached
-from agentkit.state.memory._cached import CachedMemory
-from agentkit.state.memory._compacted import CompactedMemory
-from agentkit.state.memory._composite import CompositeMemory
-from agentkit.state.memory._item import MemoryItem
-from agentkit.state.memory._readonly import OnWritePolicy, ReadOnlyMemory
-from agentkit.state.memory._scoped import ScopedMemory
+from agentkit.state.memory import (
+    CachedMemory,
+    CompactedMemory,
+    CompositeMemory,
+    MemoryItem,
+    OnWritePolicy,
+    ReadOnlyMemory,
+    ScopedMemory,
+    _cached,
+)
 
 
 class TenantMemory:

@@ -7,11 +7,14 @@ from typing import Any
 
 import pytest
 
-from agentkit.kernel import Ctx, InvalidArgument
-from agentkit.state.memory._composite import CompositeMemory
-from agentkit.state.memory._item import MemoryItem
-from agentkit.state.memory._protocol import Reranker
-from agentkit.state.memory._rerank import rrf_rerank, score_sort_rerank
+from agentkit.kernel import Ctx
+from agentkit.state.memory import (
+    CompositeMemory,
+    MemoryItem,
+    Reranker,
+    rrf_rerank,
+    score_sort_rerank,
+)
 
 
 def it(content: str, source: str = "s", score: float | None = None, **meta: Any) -> MemoryItem:

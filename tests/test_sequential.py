@@ -17,10 +17,7 @@ from agentkit.kernel import (
     InvalidArgument,
     Scope,
 )
-from agentkit.state.memory._composite import CompositeMemory
-from agentkit.state.memory._item import MemoryItem
-from agentkit.state.memory._readonly import ReadOnlyMemory
-from agentkit.state.memory._sequential import SequentialMemory
+from agentkit.state.memory import CompositeMemory, MemoryItem, ReadOnlyMemory, SequentialMemory
 
 
 class ListMemory:

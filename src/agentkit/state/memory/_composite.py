@@ -25,6 +25,7 @@ from agentkit.kernel.errors import (
     InvalidArgument,
     InvalidArgumentType,
 )
+from agentkit.state.memory._frozen import FrozenDict
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, Reranker, accepts_writes
 from agentkit.state.memory._rerank import _SOURCE_RANKS, SourceRanks, score_sort_rerank
@@ -48,6 +49,10 @@ observation on the timeline per casualty; if every member failed, raise anyway, 
 an empty answer would hide an outage.
 """
 
+# The hand-written copy in _stamp is valid only for exactly these fields.
+_FAST_STAMP = tuple(f.name for f in dataclasses.fields(MemoryItem)) == (
+    "content", "source", "score", "metadata", "id")
+_new_object = object.__new__
 _DEDUPE_MODES: tuple[object, ...] = (*get_args(DedupeMode), None)
 _ON_ERROR: tuple[object, ...] = get_args(OnErrorPolicy)
 
@@ -275,58 +280,71 @@ def _merge(
 
     Union-find over the whole pool, so sameness is transitive (A~B by content and
     B~C by id make one group) and applies within a source as well as across. Content
-    is keyed by the string itself: exact, and its hash is cached on the object. A
-    group's survivor takes the position of its earliest member.
+    is keyed by the string itself: exact, no digest to compute, and its hash is cached
+    on the object. A group's survivor takes the position of its earliest member.
     """
     n = len(pool)
     if mode is None or n < 2:
         return pool, None, {}
-    if len({item.content for item in pool}) == n:
-        if mode == "content":
-            return pool, None, {}
-        ids = [item.id for item in pool if item.id is not None]
-        if len(set(ids)) == len(ids):
-            return pool, None, {}
+    backwards = range(n - 1, -1, -1)
+    contents = [item.content for item in pool]
+    # Built back to front, so each key keeps the index of its FIRST occurrence.
+    by_content = dict(zip(reversed(contents), backwards, strict=True))
+    ids: list[str | None] = []
+    by_id: dict[str | None, int] = {}
+    id_collision = False
+    if mode == "id":
+        ids = [item.id for item in pool]
+        by_id = dict(zip(reversed(ids), backwards, strict=True))
+        n_none = ids.count(None)
+        id_collision = len(by_id) - (1 if n_none else 0) < n - n_none
+    if len(by_content) == n and not id_collision:
+        return pool, None, {}
 
-    parent = list(range(n))
+    # parent[i] <= i always: every link points to an earlier index.
+    parent = [by_content[c] for c in contents]
+    if id_collision:
 
-    def find(i: int) -> int:
-        root = i
-        while parent[root] != root:
-            root = parent[root]
-        while parent[i] != root:
-            parent[i], i = root, parent[i]
-        return root
+        def find(i: int) -> int:
+            root = i
+            while parent[root] != root:
+                root = parent[root]
+            while parent[i] != root:
+                parent[i], i = root, parent[i]
+            return root
 
-    by_content: dict[str, int] = {}
-    by_id: dict[str, int] = {}
-    use_id = mode == "id"
-    for i, item in enumerate(pool):
-        first = by_content.setdefault(item.content, i)
-        root = i if first == i else find(first)
-        if use_id and item.id is not None:
-            first = by_id.setdefault(item.id, i)
+        for i, ident in enumerate(ids):
+            if ident is None:
+                continue
+            first = by_id[ident]
             if first != i:
-                other = find(first)
-                if root == i:
-                    root = other
-                elif other != root:
-                    if other < root:
-                        root, other = other, root
-                    parent[other] = root
-        parent[i] = root
+                a, b = find(first), find(i)
+                if a != b:
+                    if a < b:
+                        parent[b] = a
+                    else:
+                        parent[a] = b
 
-    roots = [find(i) for i in range(n)]
+    # One forward pass resolves every root (parents come first) and gathers groups.
+    roots: list[int] = []
+    append = roots.append
     groups: dict[int, list[MemoryItem]] = {}
-    for i, root in enumerate(roots):
-        if root != i:
-            members = groups.get(root)
-            if members is None:
-                groups[root] = [pool[root], pool[i]]
-            else:
-                members.append(pool[i])
+    for i, up in enumerate(parent):
+        if up == i:
+            append(i)
+            continue
+        root = roots[up]
+        append(root)
+        members = groups.get(root)
+        if members is None:
+            groups[root] = [pool[root], pool[i]]
+        else:
+            members.append(pool[i])
     survivors = {root: _stamp(copies) for root, copies in groups.items()}
-    merged = [survivors.get(i, pool[i]) for i, root in enumerate(roots) if root == i]
+    get = survivors.get
+    merged = [
+        get(i, item) for i, (item, root) in enumerate(zip(pool, roots, strict=True)) if root == i
+    ]
     return merged, roots, survivors
 
 
@@ -345,19 +363,32 @@ def _stamp(copies: list[MemoryItem]) -> MemoryItem:
         if score is not None and (best_score is None or score > best_score):
             best, best_score = copy, score
         meta = copy.metadata
-        stamped = meta.get("dedupe_sources")
-        if isinstance(stamped, tuple) and stamped:
-            sources.update(dict.fromkeys(stamped))
-        sources[copy.source] = None
-        absorbed = meta.get("dedupe_count")
-        if isinstance(absorbed, int) and not isinstance(absorbed, bool) and absorbed >= 1:
-            count += absorbed
+        if meta:
+            stamped = meta.get("dedupe_sources")
+            if isinstance(stamped, tuple):
+                sources.update(dict.fromkeys(stamped))
+            absorbed = meta.get("dedupe_count")
+            if type(absorbed) is int and absorbed >= 1:
+                count += absorbed
+            else:
+                count += 1
         else:
             count += 1
-    metadata = dict(best.metadata)
-    metadata["dedupe_sources"] = tuple(sources)
-    metadata["dedupe_count"] = count
-    return dataclasses.replace(best, metadata=metadata)
+        sources[copy.source] = None
+    metadata = FrozenDict(
+        {**best.metadata, "dedupe_sources": tuple(sources), "dedupe_count": count}
+    )
+    if not _FAST_STAMP or type(best) is not MemoryItem:
+        return dataclasses.replace(best, metadata=metadata)
+    # dataclasses.replace would re-validate fields that were validated when ``best``
+    # was built; copying them is several times cheaper on the merge's hot path.
+    item: MemoryItem = _new_object(MemoryItem)
+    item.content = best.content
+    item.source = best.source
+    item.score = best.score
+    item.metadata = metadata
+    item.id = best.id
+    return item
 
 
 def _rank_thunk(

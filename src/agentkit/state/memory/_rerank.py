@@ -70,10 +70,11 @@ async def rrf_rerank(
     Raw scores are discarded; only each source's own ordering counts. That is the
     remedy for mixed scales: sorting cosine (<= 1) next to BM25 (often > 10) hands
     every slot to the larger scale, while ranks put both sources on equal terms and an
-    item several sources agree on rises. The returned items carry the fused score (new objects; the inputs are not
-    touched). ``weights`` maps source name to a multiplier (default 1.0); bind it with
-    ``functools.partial``. Ranks come from the composite that called us when it
-    published them, otherwise from each item's position among same-source items here.
+    item several sources agree on rises. The returned items carry the fused score
+    (new objects; the inputs are not touched). ``weights`` maps source name to a
+    multiplier (default 1.0); bind it with ``functools.partial``. Ranks come from the
+    composite that called us when it published them, otherwise from each item's
+    position among same-source items in ``items``.
     """
     k = check_k(k)
     weight = _check_weights(weights)
