@@ -181,3 +181,36 @@ async def test_writes_land_on_disk(tmp_path: Path) -> None:
         [MemoryItem("persisted", "agent", metadata={"path": "/mem/x.md"})], ctx=Ctx()
     )
     assert (tmp_path / "mem" / "x.md").read_text() == "persisted"
+
+
+async def test_a_symlink_loop_does_not_hang_the_walk(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "n.md").write_text("needle")
+    (tmp_path / "a" / "loop").symlink_to(tmp_path / "a", target_is_directory=True)
+    items = await FileMemory(LocalFiles(tmp_path)).query("needle", k=5, ctx=Ctx())
+    assert [i.metadata["path"] for i in items] == ["/a/n.md"]
+
+
+class EndlessFiles(InMemoryFiles):
+    """A duck-typed backend whose every directory contains itself."""
+
+    async def view(self, path: str) -> str:
+        if path.endswith(".md"):
+            return "needle"
+        return "again/\nn.md"
+
+
+async def test_a_backend_with_a_cycle_is_cut_at_a_depth_limit() -> None:
+    ctx = Ctx()
+    items = await FileMemory(EndlessFiles()).query("needle", k=3, ctx=ctx)
+    assert len(items) == 3
+    assert any("deeper" in o.data["reason"] for o in ctx.timeline.of("memory.file_skipped"))
+
+
+async def test_too_big_files_are_skipped_and_observed(tmp_path: Path) -> None:
+    (tmp_path / "big.md").write_text("needle " * 1000)
+    (tmp_path / "ok.md").write_text("needle")
+    ctx = Ctx()
+    items = await FileMemory(LocalFiles(tmp_path, max_bytes=100)).query("needle", k=5, ctx=ctx)
+    assert [i.metadata["path"] for i in items] == ["/ok.md"]
+    assert [o.data["path"] for o in ctx.timeline.of("memory.file_skipped")] == ["/big.md"]

@@ -256,3 +256,29 @@ async def test_disk_io_runs_off_the_event_loop(
     monkeypatch.setattr(files_mod.os, "open", spy)
     assert await files.view("/a.md") == "a"
     assert seen and threading.get_ident() not in seen
+
+
+async def test_files_over_max_bytes_are_refused(layout: tuple[Path, Path]) -> None:
+    root, _ = layout
+    (root / "big.txt").write_text("x" * 2000)
+    (root / "small.txt").write_text("x" * 10)
+    files = LocalFiles(root, max_bytes=1000)
+    with pytest.raises(InvalidArgument, match=r"/big.txt.*max_bytes"):
+        await files.view("/big.txt")
+    assert await files.view("/small.txt") == "x" * 10
+    assert await LocalFiles(root, max_bytes=None).view("/big.txt") == "x" * 2000
+    with pytest.raises(InvalidArgument, match="max_bytes"):
+        LocalFiles(root, max_bytes=-1)
+
+
+async def test_directory_symlink_loops_are_left_out_of_listings(layout: tuple[Path, Path]) -> None:
+    root, _ = layout
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "note.md").write_text("n")
+    (root / "a" / "b" / "up").symlink_to(root / "a", target_is_directory=True)
+    (root / "a" / "self").symlink_to(root / "a", target_is_directory=True)
+    (root / "a" / "rootlink").symlink_to(root, target_is_directory=True)
+    files = LocalFiles(root)
+    assert (await files.view("/a")).splitlines() == ["b/"]
+    assert (await files.view("/a/b")).splitlines() == ["note.md"]
+    assert await files.view("/a/b/up/b/note.md") == "n"  # still reachable by name

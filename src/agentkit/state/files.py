@@ -118,12 +118,24 @@ class LocalFiles:
     PathEscapeError. Files are opened with ``O_NOFOLLOW`` and must be regular,
     so a FIFO or device cannot hang or leak a read. All disk IO runs in a worker
     thread. Errors name the virtual path, never the host path under ``root``.
-    Text is UTF-8; a file that does not decode raises InvalidArgument naming it.
+    Text is UTF-8; a file that does not decode, or is bigger than ``max_bytes``
+    (64 MiB by default; None lifts the cap), raises InvalidArgument naming it.
+    A directory symlink that loops back to one of its own ancestors is left out
+    of listings so a recursive walk terminates.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, max_bytes: int | None = 64 * 1024 * 1024
+    ) -> None:
         if not isinstance(root, (str, os.PathLike)):
             raise InvalidArgumentType(f"root must be a path, got {type(root).__name__}")
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0
+        ):
+            raise InvalidArgument(
+                f"max_bytes must be a non-negative int or None, got {max_bytes!r}"
+            )
+        self.max_bytes = max_bytes
         real = os.path.realpath(os.fspath(root))
         if not os.path.isdir(real):
             raise NotADirectoryError(errno.ENOTDIR, "root must be an existing directory", real)
@@ -160,7 +172,7 @@ class LocalFiles:
     def _view(self, path: str) -> str:
         norm, _, real = self._resolve(path)
         if os.path.isdir(real):
-            return "\n".join(self._list(real))
+            return "\n".join(self._list(norm, real))
         try:
             fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
@@ -169,23 +181,38 @@ class LocalFiles:
             # ELOOP: the final component became a symlink after we resolved it.
             raise PathEscapeError(f"path {norm!r} could not be opened safely: {exc}") from None
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 raise InvalidArgument(f"path {norm!r} is not a regular file")
-            data = handle.read()
+            if self.max_bytes is not None and info.st_size > self.max_bytes:
+                raise InvalidArgument(
+                    f"file {norm!r} is {info.st_size} bytes, over max_bytes={self.max_bytes}"
+                )
+            # Read at most one byte past the cap, in case the file grew after fstat.
+            data = handle.read(-1 if self.max_bytes is None else self.max_bytes + 1)
+        if self.max_bytes is not None and len(data) > self.max_bytes:
+            raise InvalidArgument(f"file {norm!r} is over max_bytes={self.max_bytes}")
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidArgument(f"file {norm!r} is not valid UTF-8 text ({exc.reason})") from exc
 
-    def _list(self, real_dir: str) -> list[str]:
+    def _list(self, norm: str, real_dir: str) -> list[str]:
+        # The real directories on the way down to this one: a symlink back to any of
+        # them is a cycle, and a walker following it would never finish.
+        lineage = {self.root, real_dir}
+        for prefix in _parents(norm)[1:] if norm != "/" else []:
+            lineage.add(os.path.realpath(os.path.join(self.root, prefix.lstrip("/"))))
         names = []
         with os.scandir(real_dir) as entries:
             for entry in entries:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if target in lineage:
+                        continue  # a loop: its content is already reachable above
                     # Only a link that stays inside the root may read as a directory;
                     # one pointing out lists as a plain name and view refuses it.
-                    target = os.path.realpath(entry.path)
                     is_dir = self._inside(target) and os.path.isdir(target)
                 names.append(entry.name + ("/" if is_dir else ""))
         return sorted(names)

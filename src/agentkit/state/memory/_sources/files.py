@@ -18,6 +18,8 @@ from agentkit.state.memory._validate import check_k, check_query, check_where
 # Files read at once during a walk: enough to overlap disk latency on a
 # thread-backed store without flooding the default executor.
 _READ_CONCURRENCY = 16
+# Deeper than this is almost certainly a cycle in a backend's links, not notes.
+_MAX_DEPTH = 64
 
 
 @dataclass
@@ -34,8 +36,9 @@ class FileMemory:
     matches ``/notes/a.md``, not ``/notesX/a.md``); any other where key is an
     error, because a filter must never be silently ignored.
 
-    A file that cannot be read as text (not UTF-8, not a regular file, a
-    symlink out of the root) is skipped rather than failing recall for the
+    A file that cannot be read as text (not UTF-8, too big, not a regular
+    file, a symlink out of the root) or a directory nested deeper than 64
+    levels is skipped rather than failing recall for the
     whole tree, and recorded on the timeline as ``memory.file_skipped`` with
     ``source``, ``path`` and ``reason``.
 
@@ -81,9 +84,17 @@ class FileMemory:
     async def _walk(self, prefix: str, ctx: Ctx) -> list[tuple[str, str]]:
         """Every readable file under ``prefix`` as (path, text)."""
         paths: list[str] = []
-        pending = ["/"]
+        pending = [("/", 0)]
         while pending:
-            directory = pending.pop()
+            directory, depth = pending.pop()
+            if depth > _MAX_DEPTH:
+                ctx.observe(
+                    "memory.file_skipped",
+                    source=self.name,
+                    path=directory,
+                    reason=f"directory deeper than {_MAX_DEPTH} levels",
+                )
+                continue
             try:
                 listing = await self.files.view(directory)
             except FileNotFoundError:
@@ -95,7 +106,7 @@ class FileMemory:
                 if line.endswith("/"):
                     child = f"{base}/{line[:-1]}"
                     if _overlaps(child, prefix):
-                        pending.append(child)
+                        pending.append((child, depth + 1))
                 else:
                     child = f"{base}/{line}"
                     if _within(child, prefix):
