@@ -1,0 +1,20 @@
+"""Offline LlamaIndex for every test here: a mock LLM and agentkit's hashing embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from llama_index.core import Settings
+from llama_index.core.llms import MockLLM
+
+from agentkit.vector import HashingEmbedder
+from agentkit_llamaindex import AgentkitEmbedding
+
+
+@pytest.fixture(autouse=True)
+def offline_settings() -> Iterator[None]:
+    """Nothing may reach for OpenAI: both defaults are replaced for each test."""
+    Settings.llm = MockLLM()
+    Settings.embed_model = AgentkitEmbedding(HashingEmbedder(dim=256))
+    yield
