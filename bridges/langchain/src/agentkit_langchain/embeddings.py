@@ -1,0 +1,44 @@
+"""AgentkitEmbeddings: an agentkit Embedder (HashingEmbedder, ...) as LangChain Embeddings.
+
+Gives LangChain vector stores an embedding with no model and no network, which is
+what tests, notebooks and offline demos need; HashingEmbedder is lexical, not
+semantic, and should not be presented otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from agentkit.kernel.errors import InvalidArgumentType
+from agentkit_langchain import _sync
+
+
+class AgentkitEmbeddings(Embeddings):
+    """LangChain ``Embeddings`` over anything with ``async embed(texts) -> array``."""
+
+    def __init__(self, embedder: Any) -> None:
+        if not callable(getattr(embedder, "embed", None)):
+            raise InvalidArgumentType(
+                f"embedder must have an async embed(texts), got {type(embedder).__name__}"
+            )
+        self.embedder = embedder
+
+    def __repr__(self) -> str:
+        return f"AgentkitEmbeddings({self.embedder!r})"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        texts = list(texts)
+        rows = _sync.run_sync(lambda: self.embedder.embed(texts), key=self.embedder)
+        return [[float(x) for x in row] for row in rows.tolist()]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        rows = await self.embedder.embed(list(texts))
+        return [[float(x) for x in row] for row in rows.tolist()]
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return (await self.aembed_documents([text]))[0]

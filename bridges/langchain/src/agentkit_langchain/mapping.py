@@ -1,0 +1,148 @@
+"""MemoryItem <-> Document: the only place the bridge translates items.
+
+``metadata["source"]`` already means the file or URL a document came from (loaders
+set it, citation prompts read it), so the backend name travels under a prefixed key
+instead. Every bridge-owned key starts with ``agentkit_``; an item that already
+carries one is refused, because overwriting it would break the round trip silently.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.documents import Document
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.state.memory import MemoryItem
+
+RESERVED_PREFIX = "agentkit_"
+SOURCE_KEY = "agentkit_source"
+SCORE_KEY = "agentkit_score"
+ID_KEY = "agentkit_id"
+# Written by LangChainVectorPort into every record it stores; never read back as
+# item metadata. A record without them belongs to the unscoped bucket.
+ORG_KEY = "agentkit_org_id"
+DOMAIN_KEY = "agentkit_domain_id"
+CHUNK_KEY = "agentkit_chunk_id"
+DEFAULT_SOURCE = "langchain"
+
+_FIELDS_SET = frozenset({"page_content", "metadata", "id"})
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _fast_document(content: str, metadata: dict[str, Any], doc_id: str | None) -> Document:
+    """A Document built without pydantic's validation pass.
+
+    Every value is already the right type (MemoryItem validated it), and on the
+    sync retriever path building documents is the largest cost the bridge adds.
+    The result is checked equal to a validated Document at import time; if a
+    future LangChain or pydantic changes the layout, the slow constructor is used.
+    """
+    doc = _new(Document)
+    _set(doc, "__dict__", {
+        "id": doc_id, "metadata": metadata, "page_content": content, "type": "Document"
+    })
+    _set(doc, "__pydantic_fields_set__", set(_FIELDS_SET))
+    _set(doc, "__pydantic_extra__", None)
+    _set(doc, "__pydantic_private__", None)
+    return doc
+
+
+def _slow_document(content: str, metadata: dict[str, Any], doc_id: str | None) -> Document:
+    return Document(page_content=content, metadata=metadata, id=doc_id)
+
+
+def _pick_builder() -> Any:
+    try:
+        probe = _fast_document("x", {"k": 1}, "i")
+        same = probe == _slow_document("x", {"k": 1}, "i") and probe.model_dump() == (
+            _slow_document("x", {"k": 1}, "i").model_dump()
+        )
+    except Exception:
+        same = False
+    return _fast_document if same else _slow_document
+
+
+_build = _pick_builder()
+
+
+def check_unreserved(metadata: Mapping[str, Any]) -> None:
+    """Refuse metadata that uses the bridge's key space, naming the first offender."""
+    for key in metadata:
+        if key.startswith(RESERVED_PREFIX):
+            raise InvalidArgument(
+                f"metadata key {key!r} is reserved for the agentkit bridge "
+                f"(keys starting {RESERVED_PREFIX!r}); rename it"
+            )
+
+
+def to_document(item: MemoryItem) -> Document:
+    """A fresh Document for ``item``; ``from_document`` gives the same item back.
+
+    The id is copied into ``agentkit_id`` as well as ``Document.id`` because many
+    compressors and filters rebuild documents and drop ``Document.id``.
+    """
+    if not isinstance(item, MemoryItem):
+        raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
+    metadata = dict(item.metadata)
+    check_unreserved(metadata)
+    metadata[SOURCE_KEY] = item.source
+    if item.score is not None:
+        metadata[SCORE_KEY] = item.score
+    if item.id is not None:
+        metadata[ID_KEY] = item.id
+    return _build(item.content, metadata, item.id)  # type: ignore[no-any-return]
+
+
+def from_document(doc: Document, *, source: str | None = None) -> MemoryItem:
+    """The item a Document stands for.
+
+    The bridge's own stamps win (``agentkit_source`` over ``source=``, ``Document.id``
+    over ``agentkit_id``, ``agentkit_score`` over any other score) and are removed.
+    A document that never passed through agentkit is scored by its
+    ``relevance_score``, else its ``score`` metadata, else ``None``; those keys stay.
+    """
+    if not isinstance(doc, Document):
+        raise InvalidArgumentType(f"doc must be a Document, got {type(doc).__name__}")
+    if source is not None and (not isinstance(source, str) or not source):
+        raise InvalidArgument(f"source must be a non-empty str or None, got {source!r}")
+    raw = doc.metadata
+    metadata = {k: v for k, v in raw.items() if not k.startswith(RESERVED_PREFIX)}
+    doc_id = doc.id
+    if len(metadata) == len(raw):
+        # Never passed through agentkit: the framework's own score, keys kept.
+        score = as_score(raw.get("relevance_score"))
+        if score is None:
+            score = as_score(raw.get("score"))
+        return MemoryItem(
+            doc.page_content, source or DEFAULT_SOURCE, score, metadata, id=doc_id
+        )
+    stamped = raw.get(SOURCE_KEY)
+    name = stamped if isinstance(stamped, str) and stamped else (source or DEFAULT_SOURCE)
+    if doc_id is None:
+        carried = raw.get(ID_KEY)
+        doc_id = carried if isinstance(carried, str) else None
+    return MemoryItem(doc.page_content, name, as_score(raw.get(SCORE_KEY)), metadata, id=doc_id)
+
+
+def scope_stamp(scope: Scope) -> tuple[str, str]:
+    """The (org, domain) pair a record of ``scope`` is stamped with; unset is ``""``."""
+    return (scope.org_id or "", scope.domain_id or "")
+
+
+def in_scope(metadata: Mapping[str, Any], stamp: tuple[str, str]) -> bool:
+    """Whether a stored record belongs to the bucket ``stamp``; unstamped is unscoped."""
+    return (metadata.get(ORG_KEY, ""), metadata.get(DOMAIN_KEY, "")) == stamp
+
+
+def as_score(value: object) -> float | None:
+    """A usable score or None: stores hand back numpy floats, strings, NaN."""
+    if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    result = float(value)
+    return result if math.isfinite(result) else None

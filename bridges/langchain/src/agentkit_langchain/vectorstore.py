@@ -1,0 +1,280 @@
+"""LangChainVectorPort: a LangChain VectorStore as an agentkit VectorPort.
+
+So ``VectorMemory(LangChainVectorPort(store))`` keeps VectorMemory's write rules
+(upsert by id, provenance-checked ids) on the store a LangChain user already has.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.state.memory._validate import check_k, check_query, check_where
+from agentkit.vector.port import Chunk, matches_where
+from agentkit_langchain.mapping import (
+    CHUNK_KEY,
+    DOMAIN_KEY,
+    ORG_KEY,
+    RESERVED_PREFIX,
+    check_unreserved,
+    in_scope,
+    scope_stamp,
+)
+
+FilterStyle = Literal["auto", "callable", "dict", "none"]
+_STYLES = ("auto", "callable", "dict", "none")
+_NAMESPACE = uuid.UUID("6f1d7c52-3a0e-4d8b-9a53-2f4b1c9e7a10")
+# Results the store returns before our re-check drops some (other filters it ignored).
+_OVERFETCH = 4
+
+
+class LangChainVectorPort:
+    """Upsert, search and delete on any LangChain VectorStore, bucketed by scope.
+
+    Tenancy on a shared store: every record carries its scope in metadata
+    (``agentkit_org_id``/``agentkit_domain_id``, ``""`` when unset) and its store id
+    is a UUID derived from (org, domain, chunk id), so two tenants may both write
+    chunk ``"1"``. Searches push the scope (and ``where``) down as a filter and
+    re-check every hit on the way out; the stamps never reach the chunks returned.
+    Records without stamps (written before agentkit) belong to the unscoped bucket.
+
+    ``filter_style`` says how the store takes a filter: ``"callable"`` (LangChain's
+    InMemoryVectorStore), ``"dict"`` (``{key: value}`` equality, as Chroma, PGVector
+    and FAISS accept for single keys), ``"none"``, or a function turning the
+    equality dict into the store's own dialect. ``"auto"`` picks callable for
+    InMemoryVectorStore, dict when the store's search declares a ``filter``
+    parameter, else none. A store that cannot filter is refused for scoped use.
+
+    Scores are relevance (higher is better): ``similarity_search_with_score`` for
+    InMemoryVectorStore (cosine; it raises NotImplementedError for relevance
+    scores), the store's ``*_with_relevance_scores`` otherwise, or your
+    ``relevance_score_fn`` applied to ``similarity_search_with_score``.
+    """
+
+    def __init__(
+        self,
+        vectorstore: VectorStore,
+        *,
+        filter_style: FilterStyle | Callable[[dict[str, Any]], Any] = "auto",
+        relevance_score_fn: Callable[[float], float] | None = None,
+    ) -> None:
+        if not isinstance(vectorstore, VectorStore):
+            raise InvalidArgumentType(
+                f"vectorstore must be a LangChain VectorStore, got {type(vectorstore).__name__}"
+            )
+        if not callable(filter_style) and filter_style not in _STYLES:
+            raise InvalidArgument(
+                f"unknown filter_style {filter_style!r}; expected one of {_STYLES!r} or a callable"
+            )
+        if relevance_score_fn is not None and not callable(relevance_score_fn):
+            raise InvalidArgumentType("relevance_score_fn must be callable or None")
+        self.vectorstore = vectorstore
+        self._in_memory = isinstance(vectorstore, InMemoryVectorStore)
+        self._style = _resolve_style(vectorstore, filter_style)
+        self._relevance = relevance_score_fn
+
+    def __repr__(self) -> str:
+        return f"LangChainVectorPort({type(self.vectorstore).__name__})"
+
+    # --- VectorPort ---
+
+    async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
+        batch = _check_chunks(chunks)
+        scope = _check_scope(scope)
+        if not batch:
+            return
+        self._refuse_unfiltered(scope)
+        stamp = scope_stamp(scope)
+        ids = [store_id(scope, chunk.id) for chunk in batch]
+        docs = [
+            Document(
+                page_content=chunk.text,
+                metadata={
+                    **chunk.metadata,
+                    ORG_KEY: stamp[0],
+                    DOMAIN_KEY: stamp[1],
+                    CHUNK_KEY: chunk.id,
+                },
+                id=sid,
+            )
+            for chunk, sid in zip(batch, ids, strict=True)
+        ]
+        store = self.vectorstore
+        if not self._in_memory:
+            # Not every store replaces on a known id (FAISS refuses it): clear our own
+            # namespaced ids first. They are never another tenant's or the user's.
+            await self._delete_existing(ids)
+        await store.aadd_documents(docs, ids=ids)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        query = check_query(query)
+        k = check_k(k)
+        wanted = check_where(where) or None
+        scope = _check_scope(scope)
+        self._refuse_unfiltered(scope)
+        stamp = scope_stamp(scope)
+        store_filter, complete = self._filter(stamp, wanted)
+        fetch = k if complete else k * _OVERFETCH
+        kwargs: dict[str, Any] = {} if store_filter is None else {"filter": store_filter}
+        hits = await self._scored(query, fetch, kwargs)
+        out: list[tuple[float, Chunk]] = []
+        for doc, score in hits:
+            raw = doc.metadata
+            if not in_scope(raw, stamp):
+                continue
+            metadata = {key: v for key, v in raw.items() if not key.startswith(RESERVED_PREFIX)}
+            if wanted is not None and not matches_where(metadata, wanted):
+                continue
+            chunk_id = raw.get(CHUNK_KEY)
+            if not isinstance(chunk_id, str) or not chunk_id:
+                chunk_id = doc.id or _content_id(doc.page_content)
+            out.append((float(score), Chunk(chunk_id, doc.page_content, metadata)))
+            if len(out) == k:
+                break
+        return out
+
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
+        if isinstance(ids, str) or not isinstance(ids, Sequence):
+            raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
+        scope = _check_scope(scope)
+        wanted = [store_id(scope, _check_id(i)) for i in ids]
+        if wanted:  # delete(None) or delete([]) means "everything" to some stores
+            await self.vectorstore.adelete(ids=wanted)
+
+    # --- helpers ---
+
+    def _refuse_unfiltered(self, scope: Scope) -> None:
+        if self._style == "none" and scope != Scope():
+            raise StoreError(
+                f"{type(self.vectorstore).__name__} cannot filter by metadata (or agentkit "
+                f"cannot tell how), so it cannot keep tenants apart: refusing scoped use "
+                f"for {scope!r}. Pass filter_style='dict' or a filter-building function "
+                f"if the store does filter, or use one store per tenant unscoped."
+            )
+
+    def _filter(
+        self, stamp: tuple[str, str], where: dict[str, Any] | None
+    ) -> tuple[Any, bool]:
+        """The store-side filter and whether it covers everything the re-check will."""
+        style = self._style
+        if style == "none":
+            return None, where is None
+        if style == "callable":
+
+            def keep(doc: Document) -> bool:
+                meta = doc.metadata
+                return in_scope(meta, stamp) and (where is None or matches_where(meta, where))
+
+            return keep, True
+        equality: dict[str, Any] = {ORG_KEY: stamp[0], DOMAIN_KEY: stamp[1]}
+        complete = True
+        for key, value in (where or {}).items():
+            if isinstance(value, (list, tuple, set, frozenset, dict)):
+                complete = False  # any-of has no portable dict spelling: re-check only
+            else:
+                equality[key] = value
+        if callable(style):
+            return style(equality), complete
+        return equality, complete
+
+    async def _scored(
+        self, query: str, k: int, kwargs: dict[str, Any]
+    ) -> list[tuple[Document, float]]:
+        store = self.vectorstore
+        if self._in_memory:
+            return await store.asimilarity_search_with_score(query, k=k, **kwargs)
+        if self._relevance is not None:
+            raw = await store.asimilarity_search_with_score(query, k=k, **kwargs)
+            fn = self._relevance
+            return [(doc, fn(score)) for doc, score in raw]
+        try:
+            return await store.asimilarity_search_with_relevance_scores(query, k=k, **kwargs)
+        except NotImplementedError as exc:
+            raise StoreError(
+                f"{type(store).__name__} gives no relevance scores; pass "
+                f"relevance_score_fn= to convert its similarity_search_with_score values "
+                f"(higher must mean more relevant)"
+            ) from exc
+
+    async def _delete_existing(self, ids: list[str]) -> None:
+        store = self.vectorstore
+        try:
+            found = await store.aget_by_ids(ids)
+        except NotImplementedError:
+            found = None
+        if found is None:
+            try:
+                await store.adelete(ids=ids)
+            except NotImplementedError:
+                pass  # the store cannot delete; it may still replace on add
+            return
+        existing = [doc.id for doc in found if doc.id]
+        if existing:
+            await store.adelete(ids=existing)
+
+
+def store_id(scope: Scope, chunk_id: str) -> str:
+    """The record id in the shared store: a UUID (accepted by every store) per tenant+id."""
+    key = json.dumps([scope.org_id or "", scope.domain_id or "", chunk_id])
+    return str(uuid.uuid5(_NAMESPACE, key))
+
+
+def _content_id(text: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, text))
+
+
+def _resolve_style(
+    store: VectorStore, style: FilterStyle | Callable[[dict[str, Any]], Any]
+) -> str | Callable[[dict[str, Any]], Any]:
+    if style != "auto":
+        return style
+    if isinstance(store, InMemoryVectorStore):
+        return "callable"
+    for method in ("similarity_search_with_score", "similarity_search"):
+        try:
+            params = inspect.signature(getattr(type(store), method)).parameters
+        except (TypeError, ValueError):
+            continue
+        if "filter" in params:
+            return "dict"
+    return "none"
+
+
+def _check_scope(scope: object) -> Scope:
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+    return scope
+
+
+def _check_id(chunk_id: object) -> str:
+    if not isinstance(chunk_id, str) or not chunk_id:
+        raise InvalidArgumentType(f"ids must be non-empty str, got {chunk_id!r}")
+    return chunk_id
+
+
+def _check_chunks(chunks: object) -> list[Chunk]:
+    if isinstance(chunks, (str, bytes, Chunk)) or not isinstance(chunks, Sequence):
+        raise InvalidArgumentType(
+            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
+        )
+    batch = list(chunks)
+    for i, chunk in enumerate(batch):
+        if not isinstance(chunk, Chunk):
+            raise InvalidArgumentType(f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}")
+        check_unreserved(chunk.metadata)
+    return batch
