@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from typing import Any, get_args
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentkit.kernel import (
     AgentkitError,
@@ -672,3 +674,82 @@ async def test_write_cancellation_cancels_members(ctx: Ctx) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert all(s.cancelled for s in slow)
+
+
+# --- writes that fail, at random (issue 7) ----------------------------------------
+
+
+class Flaky(ListMemory):
+    """Fails (raises, or stalls past the timeout) on its first write only."""
+
+    def __init__(self, name: str, mode: str) -> None:
+        super().__init__(name)
+        self.mode = mode
+        self.attempts = 0
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        self.attempts += 1
+        if self.attempts == 1:
+            if self.mode == "fail":
+                raise ConnectionError("transient")
+            await asyncio.sleep(10)  # "slow": cancelled by the timeout before committing
+        await super().write(items, ctx=ctx)
+
+
+def _member(kind: str, i: int) -> Any:
+    name = f"{kind}-{i}"
+    if kind == "ok":
+        return ListMemory(name)
+    if kind in ("fail", "slow"):
+        return Flaky(name, kind)
+    return ReadOnlyMemory(ListMemory(name), on_write="ignore" if kind == "ignore" else "refuse")
+
+
+def _held(member: Any) -> list[str]:
+    inner = member.inner if isinstance(member, ReadOnlyMemory) else member
+    return [i.content for i in inner.items]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(["ok", "fail", "slow", "ignore", "refuse"]),
+                   min_size=1, max_size=6),
+    n_items=st.integers(min_value=1, max_value=4),
+)
+def test_random_write_faults_split_matches_what_members_hold(kinds: list[str],
+                                                              n_items: int) -> None:
+    async def scenario() -> None:
+        ctx = Ctx(Scope("acme", "support"))
+        members = [_member(kind, i) for i, kind in enumerate(kinds)]
+        batch = [item(f"fact {j}", "caller") for j in range(n_items)]
+        contents = [i.content for i in batch]
+        comp = CompositeMemory(members, timeout=0.02)
+        try:
+            await comp.write(batch, ctx=ctx)
+        except CompositeWriteError as err:
+            accepted, refused, failed = err.accepted, err.refused, err.failed
+        else:  # no error: every writable member committed, every read-only one refused
+            assert not {"fail", "slow", "refuse"} & set(kinds)
+            refused = [m.name for m in members if isinstance(m, ReadOnlyMemory)]
+            accepted = [m.name for m in members if m.name not in refused]
+            failed = {}
+        by_name = {m.name: m for m in members}
+        assert sorted([*accepted, *refused, *failed]) == sorted(by_name)
+        for name in accepted:
+            assert _held(by_name[name]) == contents  # committed, exactly once
+        for name in [*refused, *failed]:
+            assert _held(by_name[name]) == []  # reported as not committed: holds nothing
+        assert set(refused) == {m.name for m in members if getattr(m, "on_write", "") == "ignore"}
+
+        # Replay the failed members only: transient failures converge.
+        retry = [by_name[name] for name in failed]
+        if retry:
+            try:
+                await CompositeMemory(retry, timeout=1).write(batch, ctx=ctx)
+            except CompositeWriteError as err:
+                assert all(isinstance(e, MemoryWriteRefused) for e in err.failed.values())
+        for m in members:
+            writable = not isinstance(m, ReadOnlyMemory)
+            assert _held(m) == (contents if writable else [])
+
+    asyncio.run(scenario())
