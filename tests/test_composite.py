@@ -622,6 +622,15 @@ async def test_write_split_accepted_refused_failed(ctx: Ctx) -> None:
     assert ignoring.inner.items == []  # type: ignore[attr-defined]
 
 
+async def test_write_error_is_raised_only_after_every_member_settled(ctx: Ctx) -> None:
+    slow = Slow("slow", [item("old", "slow")], delay=0.1)
+    with pytest.raises(CompositeWriteError) as info:
+        await CompositeMemory([Boom("down"), slow]).write([item("new", "c")], ctx=ctx)
+    assert slow.finished and not slow.cancelled
+    assert info.value.accepted == ["slow"]
+    assert [i.content for i in slow.items] == ["old", "new"]  # nothing stored before is lost
+
+
 async def test_refused_without_failure_is_not_an_error(ctx: Ctx) -> None:
     rw = ListMemory("rw")
     ignoring = ReadOnlyMemory(ListMemory("registry"), on_write="ignore")
