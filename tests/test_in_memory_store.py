@@ -295,3 +295,38 @@ async def test_concurrent_searches_and_writes_stay_consistent() -> None:
 
     await asyncio.gather(reader(), writer(), reader())
     assert await store.count(scope=A) == 150
+
+
+VALUES: list[Any] = [1, True, 1.0, "1", 0, False, None, "en", [1, 2], {"a": 1}, (1, 2)]
+
+
+async def test_filtered_search_agrees_with_matches_where_for_every_value_shape() -> None:
+    import random
+
+    from agentkit.vector import matches_where
+
+    rng = random.Random(5)
+    store = InMemoryVectorStore(HashingEmbedder(dim=16))
+    chunks = []
+    for i in range(120):
+        meta = {key: rng.choice(VALUES) for key in ("a", "b") if rng.random() < 0.8}
+        chunks.append(Chunk(str(i), f"text {i}", meta))
+    await store.upsert(chunks, scope=A)
+    for _ in range(60):
+        where: dict[str, Any] = {}
+        for key in rng.sample(["a", "b"], rng.randint(1, 2)):
+            where[key] = rng.choice([*VALUES, [1, "en"], ("x", None), {True, "1"}])
+        hits = await store.search("text", k=1000, scope=A, where=where)
+        expected = {c.id for c in chunks if matches_where(c.metadata, where)}
+        assert {c.id for _, c in hits} == expected, where
+
+
+async def test_filters_see_writes_made_after_an_earlier_filtered_search() -> None:
+    store = InMemoryVectorStore(HashingEmbedder(dim=16))
+    await store.upsert([Chunk("1", "a", {"t": "x"}), Chunk("2", "b", {"t": "y"})], scope=A)
+    assert [c.id for _, c in await store.search("a", k=5, scope=A, where={"t": "x"})] == ["1"]
+    await store.upsert([Chunk("2", "b", {"t": "x"})], scope=A)
+    await store.upsert([Chunk("3", "c", {"t": "x"})], scope=A)
+    await store.delete(["1"], scope=A)
+    hits = await store.search("a", k=5, scope=A, where={"t": "x"})
+    assert sorted(c.id for _, c in hits) == ["2", "3"]

@@ -55,6 +55,10 @@ class _Bucket:
     lock: threading.Lock = field(default_factory=threading.Lock)
     index: dict[str, int] = field(default_factory=dict)
     snap: _Snapshot = field(init=False)
+    # Bumped by every mutation; the filter columns below are valid for one version.
+    version: int = 0
+    columns: dict[str, _Column] = field(default_factory=dict)
+    columns_version: int = -1
 
     def __post_init__(self) -> None:
         self.snap = _Snapshot(np.empty((0, self.dim), dtype=np.float32), [])
@@ -73,6 +77,7 @@ class _Bucket:
         """Insert or replace by id; within one batch the last copy of an id wins."""
         last = {c.id: i for i, c in enumerate(chunks)}
         with self.lock:
+            self.version += 1
             replace = [(self.index[cid], i) for cid, i in last.items() if cid in self.index]
             append = [i for cid, i in last.items() if cid not in self.index]
             if replace:
@@ -105,6 +110,7 @@ class _Bucket:
             present = [cid for cid in dict.fromkeys(ids) if cid in self.index]
             if not present:
                 return
+            self.version += 1
             snap = self._writable()
             for cid in present:
                 row = self.index.pop(cid)
@@ -124,11 +130,84 @@ class _Bucket:
             snap.readers += 1
             n = len(snap.chunks)
             matrix = snap.matrix
+            version = self.version
         try:
-            return _top_k(matrix[:n], snap.chunks, n, query, k, where)
+            mask = self._mask(snap.chunks, n, where, version) if where else None
+            return _top_k(matrix[:n], snap.chunks, n, query, k, mask)
         finally:
             with self.lock:
                 snap.readers -= 1
+
+    def _mask(
+        self, chunks: list[Chunk], n: int, where: dict[str, Any], version: int
+    ) -> npt.NDArray[np.bool_]:
+        mask = np.ones(n, dtype=bool)
+        for key, wanted in where.items():
+            mask &= self._column(key, chunks, n, version).match(key, wanted, chunks, n)
+        return mask
+
+    def _column(self, key: str, chunks: list[Chunk], n: int, version: int) -> _Column:
+        with self.lock:
+            if self.columns_version == version and key in self.columns:
+                return self.columns[key]
+        column = _Column.build(key, chunks, n)
+        with self.lock:
+            if self.version == version:
+                if self.columns_version != version:
+                    self.columns, self.columns_version = {}, version
+                self.columns[key] = column
+        return column
+
+
+def _value_key(value: Any) -> tuple[bool, Any]:
+    # True == 1 and hash alike; a filter on a bool must not match an int, so the
+    # bool-ness is part of the key, exactly as matches_where compares.
+    return (isinstance(value, bool), value)
+
+
+@dataclass(eq=False)
+class _Column:
+    """Rows by metadata value for one key: a filter becomes a few dict lookups.
+
+    Built lazily on the first filtered search after a write and reused until the
+    next write, so repeated filtered searches skip the per-row Python scan.
+    Unhashable values (lists, dicts) keep the exact per-row comparison.
+    """
+
+    rows: dict[tuple[bool, Any], npt.NDArray[np.intp]]
+    slow: list[int]
+
+    @classmethod
+    def build(cls, key: str, chunks: list[Chunk], n: int) -> _Column:
+        grouped: dict[tuple[bool, Any], list[int]] = {}
+        slow: list[int] = []
+        for i in range(n):
+            metadata = chunks[i].metadata
+            if key not in metadata:
+                continue
+            try:
+                grouped.setdefault(_value_key(metadata[key]), []).append(i)
+            except TypeError:
+                slow.append(i)
+        return cls({v: np.array(r, dtype=np.intp) for v, r in grouped.items()}, slow)
+
+    def match(self, key: str, wanted: Any, chunks: list[Chunk], n: int) -> npt.NDArray[np.bool_]:
+        mask = np.zeros(n, dtype=bool)
+        options = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else (wanted,)
+        try:
+            hits = [self.rows.get(_value_key(option)) for option in options]
+        except TypeError:  # an unhashable wanted value: compare every row exactly
+            return np.fromiter(
+                (matches_where(chunks[i].metadata, {key: wanted}) for i in range(n)),
+                dtype=bool,
+                count=n,
+            )
+        for rows in hits:
+            if rows is not None:
+                mask[rows] = True
+        for i in self.slow:
+            mask[i] = matches_where(chunks[i].metadata, {key: wanted})
+        return mask
 
 
 def _top_k(
@@ -137,18 +216,15 @@ def _top_k(
     n: int,
     query: Matrix,
     k: int,
-    where: dict[str, Any] | None,
+    mask: npt.NDArray[np.bool_] | None,
 ) -> list[tuple[float, Chunk]]:
     if n == 0:
         return []
     scores = matrix @ query
     valid = n
-    if where:
+    if mask is not None:
         # The filter is a row mask applied BEFORE the cut, so a selective filter
         # still returns up to k matches instead of whatever survived the top k.
-        mask = np.fromiter(
-            (matches_where(chunks[i].metadata, where) for i in range(n)), dtype=bool, count=n
-        )
         valid = int(mask.sum())
         if valid == 0:
             return []
