@@ -177,6 +177,8 @@ async def test_a_failing_batch_lands_nothing(
     batch += [Chunk("keep", "overwritten?", {"v": 2}), Chunk("poison", "boom")]
     with pytest.raises(StoreError, match="poisoned row"):
         await store.upsert(batch, scope=ACME)
+    with pytest.raises(StoreError, match="poisoned row"):
+        await store.bulk_upsert(batch, scope=ACME, rebuild_index=True)
     assert await store.count(scope=ACME) == 1
     hits = await store.search("stored before", k=1, scope=ACME)
     assert hits[0][1] == Chunk("keep", "stored before", {"v": 1})
@@ -309,3 +311,29 @@ async def test_a_missing_collection_is_not_created_by_readers(
     with pytest.raises(StoreError, match="does not exist"):
         await make_store(create=False).lexical_search("x", k=1, scope=ACME)
     assert await make_store().count() == 0  # a writer creates it
+
+
+async def test_bulk_upsert_with_rebuild_keeps_the_index_and_its_settings(
+    make_store: Callable[..., PostgresVectorStore], pg_url: str, collection: str
+) -> None:
+    store = make_store(hnsw_m=8, hnsw_ef_construction=32)
+    await store.upsert(DOCS, scope=ACME)
+
+    def index_def() -> str:
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (f"{collection}_hnsw",)
+            ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    before = index_def()
+    assert "m='8'" in before and "ef_construction='32'" in before
+    chunks = [Chunk(f"b{i}", f"bulk loaded text {i}", {"i": i}) for i in range(300)]
+    await store.bulk_upsert(chunks, scope=ACME, rebuild_index=True)
+    await store.bulk_upsert(chunks[:3], scope=GLOBEX)  # small batch, still COPY
+    assert index_def() == before
+    assert await store.count(scope=ACME) == 304
+    assert await store.count(scope=GLOBEX) == 3
+    hits = await store.search("bulk loaded text 7", k=1, scope=ACME, where={"i": 7})
+    assert hits[0][1] == chunks[7]

@@ -238,10 +238,27 @@ class PostgresVectorStore:
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
         """Insert or replace by id within the scope, all or nothing.
 
-        Large batches go through COPY into a staging table; either way one transaction
-        holds the whole batch. Rows whose text, metadata and vector are unchanged are not
-        rewritten, so re-ingesting the same content is cheap.
+        Batches of COPY_THRESHOLD rows or more go through COPY into a staging table;
+        either way one transaction holds the whole batch. Rows whose text, metadata and
+        vector are unchanged are not rewritten, so re-ingesting the same content is cheap.
         """
+        await self._write(chunks, scope, copy=None, rebuild_index=False)
+
+    async def bulk_upsert(
+        self, chunks: Sequence[Chunk], *, scope: Scope, rebuild_index: bool = False
+    ) -> None:
+        """``upsert`` through COPY whatever the batch size: the bulk-ingest path.
+
+        ``rebuild_index=True`` drops the HNSW index for the load and builds it again
+        before the commit. Building a graph once is many times faster than growing it row
+        by row, but the table is locked (readers included) until the commit, so keep it
+        for initial loads and maintenance windows.
+        """
+        await self._write(chunks, scope, copy=True, rebuild_index=bool(rebuild_index))
+
+    async def _write(
+        self, chunks: Sequence[Chunk], scope: Scope, *, copy: bool | None, rebuild_index: bool
+    ) -> None:
         org, dom = check_scope(scope)
         rows = prepare_chunks(chunks)
         if not rows:
@@ -249,9 +266,11 @@ class PostgresVectorStore:
         pool = await self._ready()
         _, embedder = self._check_vectors("upsert")
         vectors = await self._embed(embedder, [r[1] for r in rows])
+        if copy is None:
+            copy = len(rows) >= COPY_THRESHOLD
         async with self._connection(pool) as conn:
-            if len(rows) >= COPY_THRESHOLD:
-                await self._copy_upsert(conn, org, dom, rows, vectors)
+            if copy:
+                await self._copy_upsert(conn, org, dom, rows, vectors, rebuild_index)
             else:
                 await self._insert_upsert(conn, org, dom, rows, vectors)
 
@@ -287,9 +306,24 @@ class PostgresVectorStore:
         dom: str,
         rows: list[tuple[str, str, str]],
         vectors: npt.NDArray[np.float32],
+        rebuild_index: bool,
     ) -> None:
         stage = sql.Identifier("_agentkit_stage")
         async with conn.transaction(), conn.cursor() as cur:
+            index_def: str | None = None
+            if rebuild_index:
+                # Rebuilt from the server's own definition, so its m/ef_construction stay.
+                await cur.execute(
+                    "SELECT indexdef FROM pg_indexes"
+                    " WHERE schemaname = current_schema() AND indexname = %s",
+                    (f"{self.collection}_hnsw",),
+                )
+                found = await cur.fetchone()
+                if found is not None:
+                    index_def = str(found[0])
+                    await cur.execute(
+                        sql.SQL("DROP INDEX {}").format(sql.Identifier(f"{self.collection}_hnsw"))
+                    )
             await cur.execute(
                 sql.SQL(
                     "CREATE TEMP TABLE {s} (id text, text text, metadata text,"
@@ -312,6 +346,8 @@ class PostgresVectorStore:
                 + self._on_conflict(),
                 (org, dom),
             )
+            if index_def is not None:
+                await cur.execute(sql.SQL(index_def))  # the server wrote it
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         """Remove these ids from the scope's bucket only; unknown ids are ignored."""
@@ -389,7 +425,8 @@ class PostgresVectorStore:
         ).format(t=self._table, w=clause)
 
         async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
-            async with conn.transaction():
+            # Pipelined: the settings and the query travel in one round trip.
+            async with conn.pipeline(), conn.transaction():
                 ef = max(self.ef_search, 40, 2 * limit)
                 await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
                 if info.pgvector >= (0, 8):
