@@ -282,3 +282,10 @@ async def test_directory_symlink_loops_are_left_out_of_listings(layout: tuple[Pa
     assert (await files.view("/a")).splitlines() == ["b/"]
     assert (await files.view("/a/b")).splitlines() == ["note.md"]
     assert await files.view("/a/b/up/b/note.md") == "n"  # still reachable by name
+
+
+async def test_temp_files_of_writes_in_flight_are_not_listed(layout: tuple[Path, Path]) -> None:
+    root, _ = layout
+    (root / ".agentkit-abc123.tmp").write_text("half written")
+    (root / ".hidden.md").write_text("a real dotfile")
+    assert (await LocalFiles(root).view("/")).splitlines() == [".hidden.md"]

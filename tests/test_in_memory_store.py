@@ -330,3 +330,9 @@ async def test_filters_see_writes_made_after_an_earlier_filtered_search() -> Non
     await store.delete(["1"], scope=A)
     hits = await store.search("a", k=5, scope=A, where={"t": "x"})
     assert sorted(c.id for _, c in hits) == ["2", "3"]
+
+
+async def test_usable_as_an_async_context_manager_like_the_durable_stores() -> None:
+    async with InMemoryVectorStore() as store:
+        await store.upsert([Chunk("1", "x")], scope=A)
+        assert await store.count(scope=A) == 1

@@ -16,6 +16,9 @@ import tempfile
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, PathEscapeError
 
+_TMP_PREFIX = ".agentkit-"
+_TMP_SUFFIX = ".tmp"
+
 
 def normalise_path(path: object) -> str:
     """``/``-rooted canonical form: no empty or ``.`` parts, no trailing slash.
@@ -206,6 +209,8 @@ class LocalFiles:
         names = []
         with os.scandir(real_dir) as entries:
             for entry in entries:
+                if entry.name.startswith(_TMP_PREFIX) and entry.name.endswith(_TMP_SUFFIX):
+                    continue  # a write in flight; readers see the file once it is renamed
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
@@ -232,7 +237,7 @@ class LocalFiles:
             mode = stat.S_IMODE(os.stat(real).st_mode)
         except FileNotFoundError:
             mode = 0o644
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".agentkit-", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(text.encode("utf-8"))

@@ -410,6 +410,15 @@ class InMemoryVectorStore:
         if bucket is not None and wanted:
             bucket.remove(wanted)
 
+    async def close(self) -> None:
+        """Nothing to release; here so code can treat every store alike."""
+
+    async def __aenter__(self) -> InMemoryVectorStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
     async def count(self, *, scope: Scope | None = None) -> int:
         """Records in ``scope``, or in every bucket when ``scope`` is None."""
         if scope is None:

@@ -127,7 +127,15 @@ class FileMemory:
                         reason=f"{type(exc).__name__}: {exc}",
                     )
                     return None
-            return (path, text) if isinstance(text, str) else None
+            if not isinstance(text, str):
+                ctx.observe(
+                    "memory.file_skipped",
+                    source=self.name,
+                    path=path,
+                    reason=f"view returned {type(text).__name__}, not str",
+                )
+                return None
+            return path, text
 
         results = await asyncio.gather(*(read(p) for p in sorted(paths)))
         return [r for r in results if r is not None]
