@@ -430,7 +430,8 @@ def _check_sources(sources: object) -> list[MemorySource]:
         raise InvalidArgumentType(
             f"sources must be a list of MemorySource, got {type(sources).__name__}"
         )
-    members = list(sources)
+    # A list is kept as the caller's own object, as a plain dataclass field would be.
+    members = sources if isinstance(sources, list) else list(sources)
     for i, source in enumerate(members):
         _check_member(source, f"sources[{i}]")
     return members
