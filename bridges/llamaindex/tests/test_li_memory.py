@@ -1,0 +1,165 @@
+"""LlamaIndex retrievers pulled into agentkit as MemorySources."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+from llama_index.core import VectorStoreIndex
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.retrievers.bm25 import BM25Retriever
+
+from agentkit.kernel import Ctx
+from agentkit.state.memory import CompositeMemory, MemorySource
+from agentkit_llamaindex import LlamaIndexMemory
+
+DOCS = [
+    ("d1", "the refund policy allows returns within thirty days", {"tenant": "acme"}),
+    ("d2", "refund requests need the original receipt", {"tenant": "acme"}),
+    ("d3", "shipping takes five business days", {"tenant": "acme"}),
+    ("d4", "globex refund policy is store credit only", {"tenant": "globex"}),
+    ("d5", "globex ships overnight", {"tenant": "globex"}),
+]
+
+
+def _nodes() -> list[TextNode]:
+    return [TextNode(id_=i, text=t, metadata=dict(m)) for i, t, m in DOCS]
+
+
+class SleepyRetriever(BaseRetriever):
+    """Sync-only, like most hand-written retrievers: LlamaIndex's default _aretrieve
+    would run this on the event loop and block it."""
+
+    def __init__(self, label: str, delay: float = 0.2) -> None:
+        super().__init__()
+        self.label = label
+        self.delay = delay
+        self.threads: list[str] = []
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        self.threads.append(threading.current_thread().name)
+        time.sleep(self.delay)
+        return [
+            NodeWithScore(node=TextNode(id_=f"{self.label}-{i}", text=f"{self.label} {i}"), score=1.0 - i / 10)
+            for i in range(3)
+        ]
+
+
+def test_is_a_read_only_memory_source() -> None:
+    mem = LlamaIndexMemory(SleepyRetriever("x", 0))
+    assert isinstance(mem, MemorySource)
+    assert mem.name == "llamaindex" and mem.accepts_writes is False
+    with pytest.raises(TypeError):
+        LlamaIndexMemory(object())  # type: ignore[arg-type]
+
+
+async def test_write_is_a_no_op() -> None:
+    mem = LlamaIndexMemory(SleepyRetriever("x", 0))
+    await mem.write([], ctx=Ctx())
+
+
+async def test_vector_index_retriever_k_pushed_down_without_mutation() -> None:
+    index = VectorStoreIndex(_nodes())
+    user_retriever = index.as_retriever(similarity_top_k=2)
+    mem = LlamaIndexMemory(user_retriever, name="docs")
+    items = await mem.query("refund policy", k=4, ctx=Ctx())
+    assert len(items) == 4
+    assert all(i.source == "docs" and isinstance(i.score, float) for i in items)
+    assert items == sorted(items, key=lambda i: -(i.score or 0))
+    assert user_retriever.similarity_top_k == 2  # yours is never touched
+    assert len(await mem.query("refund policy", k=1, ctx=Ctx())) == 1
+
+
+async def test_vector_index_sees_nodes_inserted_after_as_retriever() -> None:
+    index = VectorStoreIndex(_nodes())
+    mem = LlamaIndexMemory(index.as_retriever())
+    index.insert_nodes([TextNode(id_="late", text="late arrival about penguins", metadata={"tenant": "acme"})])
+    items = await mem.query("penguins", k=1, ctx=Ctx())
+    assert [i.id for i in items] == ["late"]
+
+
+async def test_vector_index_where_pushed_down_and_rechecked() -> None:
+    index = VectorStoreIndex(_nodes())
+    mem = LlamaIndexMemory(index.as_retriever())
+    items = await mem.query("refund policy", k=5, ctx=Ctx(), where={"tenant": "globex"})
+    assert {i.id for i in items} == {"d4", "d5"}
+    any_of = await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": ["globex", "nobody"]})
+    assert {i.id for i in any_of} == {"d4", "d5"}
+    # a bool cannot be pushed down as a LlamaIndex filter; the re-check still applies
+    assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": True}) == []
+    assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": []}) == []
+
+
+async def test_bm25_soft_filter_is_rechecked() -> None:
+    bm25 = BM25Retriever.from_defaults(nodes=_nodes(), similarity_top_k=2)
+    # LlamaIndex's own filter only zeroes scores: other tenants come back at 0.0
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+
+    soft = BM25Retriever.from_defaults(
+        nodes=_nodes(),
+        similarity_top_k=5,
+        filters=MetadataFilters(filters=[MetadataFilter(key="tenant", value="globex")]),
+    )
+    leaked = {n.node.metadata["tenant"] for n in soft.retrieve("refund")}
+    assert leaked == {"acme", "globex"}
+
+    mem = LlamaIndexMemory(bm25, name="bm25")
+    items = await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "globex"})
+    assert {i.id for i in items} == {"d4", "d5"}
+    assert all(i.metadata["tenant"] == "globex" for i in items)
+    top = await mem.query("refund receipt", k=1, ctx=Ctx())
+    assert [i.id for i in top] == ["d2"]
+    assert bm25.similarity_top_k == 2 and bm25.corpus_weight_mask is None
+    assert await mem.query("refund", k=3, ctx=Ctx(), where={"tenant": "initech"}) == []
+
+
+async def test_sync_only_retrievers_fan_out_concurrently_without_blocking_the_loop() -> None:
+    index = VectorStoreIndex(_nodes())
+    sleepers = [SleepyRetriever(f"s{i}") for i in range(8)]
+    stack = CompositeMemory(
+        [
+            LlamaIndexMemory(index.as_retriever(), name="vector"),
+            LlamaIndexMemory(BM25Retriever.from_defaults(nodes=_nodes()), name="bm25"),
+            *(LlamaIndexMemory(s, name=s.label) for s in sleepers),
+        ]
+    )
+    beats: list[float] = []
+
+    async def heartbeat() -> None:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 0.3:
+            await asyncio.sleep(0.01)
+            beats.append(time.perf_counter())
+
+    t0 = time.perf_counter()
+    items, _ = await asyncio.gather(stack.query("refund", k=30, ctx=Ctx()), heartbeat())
+    elapsed = time.perf_counter() - t0
+    # eight 0.2 s sleeps overlapped: one round, not eight (nor two on a 6-thread pool)
+    assert elapsed < 0.2 * 2
+    # vector and BM25 return the same documents: the composite merges the copies
+    seen = {i.source for i in items} | {
+        src for i in items for src in i.metadata.get("dedupe_sources", ())
+    }
+    assert seen >= {"vector", "bm25", *(s.label for s in sleepers)}
+    # the loop kept beating while the sync retrievers slept
+    gaps = [b - a for a, b in zip(beats, beats[1:], strict=False)]
+    assert len(beats) >= 15 and max(gaps) < 0.1
+    assert all(t.startswith("agentkit-llamaindex") for s in sleepers for t in s.threads)
+
+
+async def test_k_is_validated_before_the_retriever_is_touched() -> None:
+    r = SleepyRetriever("x", 0)
+    mem = LlamaIndexMemory(r)
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises((ValueError, TypeError)):
+            await mem.query("q", k=bad, ctx=Ctx())
+    assert r.threads == []
+
+
+async def test_result_is_cut_to_k_for_any_retriever() -> None:
+    mem = LlamaIndexMemory(SleepyRetriever("x", 0))
+    assert [i.id for i in await mem.query("q", k=2, ctx=Ctx())] == ["x-0", "x-1"]

@@ -1,0 +1,107 @@
+"""PostprocessorReranker in a CompositeMemory; the memory block inside LlamaIndex's Memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from llama_index.core.llms import ChatMessage
+from llama_index.core.memory import Memory
+from llama_index.core.postprocessor import SimilarityPostprocessor
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from agentkit.kernel import Ctx, Scope
+from agentkit.state.memory import CompositeMemory, MemoryItem
+from agentkit_llamaindex import AgentkitMemoryBlock, PostprocessorReranker
+
+
+class Fixed:
+    def __init__(self, name: str, items: list[MemoryItem]) -> None:
+        self.name = name
+        self.items = items
+
+    async def query(self, query: str, *, k: int, ctx: Ctx, where: Any = None) -> list[MemoryItem]:
+        return [i for i in self.items if ctx.scope.org_id in (None, i.metadata.get("org"))][:k]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        return None
+
+
+class LengthReranker(BaseNodePostprocessor):
+    """Shortest text first; rebuilds nodes and sets a new score, like many rerankers do."""
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        ranked = sorted(nodes, key=lambda n: len(n.node.get_content()))
+        return [
+            NodeWithScore(node=TextNode(id_=n.node.node_id, text=n.node.get_content()), score=1.0 / (1 + i))
+            for i, n in enumerate(ranked)
+        ]
+
+
+ITEMS = [
+    MemoryItem("a fairly long passage about refunds", "vec", 0.9, {"page": 1}, id="v1"),
+    MemoryItem("short refund", "vec", 0.4, {"page": 2}, id="v2"),
+    MemoryItem("medium refund text", "journal", None, {"page": 3}),
+]
+
+
+async def test_similarity_postprocessor_filters_and_keeps_originals() -> None:
+    rerank = PostprocessorReranker(SimilarityPostprocessor(similarity_cutoff=0.5))
+    out = await rerank("refund", list(ITEMS), k=5)
+    # the cutoff dropped the low score and the None score; the survivor is the original
+    assert out == [ITEMS[0]]
+
+
+async def test_custom_postprocessor_orders_and_rescores_in_a_composite() -> None:
+    stack = CompositeMemory([Fixed("vec", ITEMS[:2]), Fixed("journal", ITEMS[2:])],
+                            reranker=PostprocessorReranker(LengthReranker()))
+    out = await stack.query("refund", k=2, ctx=Ctx())
+    assert [i.content for i in out] == ["short refund", "medium refund text"]
+    assert [i.score for i in out] == [1.0, 0.5]
+    # ids, sources and metadata survived a postprocessor that rebuilt every node
+    assert [(i.id, i.source, dict(i.metadata)) for i in out] == [
+        ("v2", "vec", {"page": 2}),
+        (None, "journal", {"page": 3}),
+    ]
+
+
+async def test_reranker_validates() -> None:
+    with pytest.raises(TypeError):
+        PostprocessorReranker(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        await PostprocessorReranker(SimilarityPostprocessor())("q", list(ITEMS), k=0)
+    assert await PostprocessorReranker(SimilarityPostprocessor())("q", [], k=3) == []
+
+
+async def test_memory_block_feeds_llamaindex_memory() -> None:
+    facts = Fixed(
+        "facts",
+        [
+            MemoryItem("acme's refund window is 30 days", "facts", 0.9, {"org": "acme"}, id="f1"),
+            MemoryItem("globex never refunds", "facts", 0.8, {"org": "globex"}, id="f2"),
+        ],
+    )
+    block = AgentkitMemoryBlock(memory=facts, k=3, ctx=Ctx(Scope("acme", "support")), priority=0)
+    memory = Memory.from_defaults(session_id="s1", token_limit=4000, memory_blocks=[block])
+    await memory.aput(ChatMessage(role="user", content="hello"))
+    messages = await memory.aget(input="what is the refund window?")
+    text = "\n".join(m.content or "" for m in messages)
+    assert "[facts] acme's refund window is 30 days" in text
+    assert "globex" not in text  # the block queried as the acme tenant only
+    items = await block.recall([ChatMessage(role="user", content="refund")])
+    assert [i.id for i in items] == ["f1"]
+
+
+def test_memory_block_sync_get_and_validation() -> None:
+    block = AgentkitMemoryBlock(memory=Fixed("facts", [MemoryItem("x fact", "facts")]), k=1)
+    memory = Memory.from_defaults(session_id="s2", memory_blocks=[block])
+    messages = memory.get(input="anything")
+    assert any("[facts] x fact" in (m.content or "") for m in messages)
+    with pytest.raises(ValueError):
+        AgentkitMemoryBlock(memory=object())
+    with pytest.raises(ValueError):
+        AgentkitMemoryBlock(memory=Fixed("f", []), k=0)
