@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 from pathlib import Path
@@ -214,3 +215,32 @@ async def test_too_big_files_are_skipped_and_observed(tmp_path: Path) -> None:
     items = await FileMemory(LocalFiles(tmp_path, max_bytes=100)).query("needle", k=5, ctx=ctx)
     assert [i.metadata["path"] for i in items] == ["/ok.md"]
     assert [o.data["path"] for o in ctx.timeline.of("memory.file_skipped")] == ["/big.md"]
+
+
+class SlowFiles(InMemoryFiles):
+    """Each file read takes 50 ms; records when reads were in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+        self.peak = 0
+
+    async def view(self, path: str) -> str:
+        if not path.endswith(".md"):
+            return await super().view(path)
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            await asyncio.sleep(0.05)
+            return await super().view(path)
+        finally:
+            self.active -= 1
+
+
+async def test_files_are_read_concurrently() -> None:
+    files = SlowFiles()
+    for i in range(8):
+        await files.create(f"/d/{i}.md", f"needle {i}")
+    items = await FileMemory(files).query("needle", k=10, ctx=Ctx())
+    assert len(items) == 8
+    assert files.peak == 8  # all eight reads overlapped rather than running one by one
