@@ -20,7 +20,14 @@ from agentkit.state.memory import MemoryItem
 from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import matches_where
 from agentkit_langchain import _sync
-from agentkit_langchain.mapping import CHUNK_KEY, from_document, in_scope, scope_stamp
+from agentkit_langchain.mapping import (
+    CHUNK_KEY,
+    DOMAIN_KEY,
+    ORG_KEY,
+    from_document,
+    in_scope,
+    scope_stamp,
+)
 
 # When ``where`` cannot be pushed down, ask for this many times ``k`` so the re-check
 # still has enough to choose from.
@@ -34,8 +41,9 @@ class LangChainMemory:
     VectorStoreRetriever, a ``k`` or ``top_k`` field) and the result is cut to ``k``
     regardless. ``where`` becomes a filter where the backend takes one we can build
     safely (a callable for LangChain's InMemoryVectorStore) and every result is
-    re-checked against it, so a filter is never silently dropped. Documents stamped
-    with a tenant by LangChainVectorPort are returned only to that tenant.
+    re-checked against it, so a filter is never silently dropped. A retriever knows
+    nothing of tenants, so its documents are shared, except documents stamped with
+    a tenant by LangChainVectorPort: those reach only that tenant.
 
     A retriever that only implements the sync method runs on the bridge's own
     thread pool, so a composite over several of them is concurrent. Writes are
@@ -86,8 +94,8 @@ class LangChainMemory:
         items: list[MemoryItem] = []
         for doc in docs:
             raw = doc.metadata
-            if not in_scope(raw, stamp):
-                continue
+            if (ORG_KEY in raw or DOMAIN_KEY in raw) and not in_scope(raw, stamp):
+                continue  # written by LangChainVectorPort for another tenant
             item = from_document(doc, source=self.name)
             chunk_id = raw.get(CHUNK_KEY)
             if isinstance(chunk_id, str) and chunk_id:
