@@ -31,6 +31,10 @@ TEXTS = [
 ]
 
 
+def _stamped(org: str) -> dict[str, str]:
+    return {"agentkit_org_id": org, "agentkit_domain_id": "d", "agentkit_chunk_id": "1"}
+
+
 def _docs() -> list[Document]:
     return [
         Document(page_content=t, metadata={"lang": lang, "n": i}, id=f"d{i}")
@@ -170,11 +174,11 @@ async def test_documents_stamped_for_another_tenant_are_never_returned() -> None
         Document(page_content="shared cat", metadata={}),
         Document(
             page_content="acme cat",
-            metadata={"agentkit_org_id": "acme", "agentkit_domain_id": "d", "agentkit_chunk_id": "1"},
+            metadata=_stamped("acme"),
         ),
         Document(
             page_content="evil cat",
-            metadata={"agentkit_org_id": "evil", "agentkit_domain_id": "d", "agentkit_chunk_id": "1"},
+            metadata=_stamped("evil"),
         ),
     ]
     mem = LangChainMemory(BM25Retriever(docs=docs, k=3))
