@@ -212,12 +212,8 @@ async def test_sources_are_queried_concurrently(ctx: Ctx) -> None:
     gauge = {"now": 0, "peak": 0}
     sources = [Slow(f"s{i}", [item(f"fact {i}", f"s{i}", float(i))], 0.2, gauge)
                for i in range(5)]
-    loop = asyncio.get_running_loop()
-    start = loop.time()
     got = await CompositeMemory(sources).query("fact", k=5, ctx=ctx)
-    elapsed = loop.time() - start
-    assert gauge["peak"] == 5  # all five sleeps overlapped
-    assert elapsed < 5 * 0.2 * 0.6
+    assert gauge["peak"] == 5  # all five sleeps were in progress at the same moment
     assert [i.content for i in got] == ["fact 4", "fact 3", "fact 2", "fact 1", "fact 0"]
 
 
