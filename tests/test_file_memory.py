@@ -244,3 +244,21 @@ async def test_files_are_read_concurrently() -> None:
     items = await FileMemory(files).query("needle", k=10, ctx=Ctx())
     assert len(items) == 8
     assert files.peak == 8  # all eight reads overlapped rather than running one by one
+
+
+class HostileListing(InMemoryFiles):
+    """A backend whose listing tries to smuggle parent and nested paths."""
+
+    async def view(self, path: str) -> str:
+        if path == "/":
+            return "../\n..\na/b.md\n./\nok.md\n"
+        if path == "/ok.md":
+            return "needle"
+        raise AssertionError(f"walk tried to open {path!r}")
+
+
+async def test_listing_entries_that_are_not_plain_names_are_skipped() -> None:
+    ctx = Ctx()
+    items = await FileMemory(HostileListing()).query("needle", k=5, ctx=ctx)
+    assert [i.metadata["path"] for i in items] == ["/ok.md"]
+    assert len(ctx.timeline.of("memory.file_skipped")) == 4

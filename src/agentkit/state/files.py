@@ -119,8 +119,10 @@ class LocalFiles:
     Every path is normalised, joined under ``root`` and resolved with
     ``realpath``; a result outside ``root`` (a symlink pointing out, say) is a
     PathEscapeError. Files are opened with ``O_NOFOLLOW`` and must be regular,
-    so a FIFO or device cannot hang or leak a read. All disk IO runs in a worker
-    thread. Errors name the virtual path, never the host path under ``root``.
+    so a FIFO or device cannot hang or leak a read (a parent directory swapped
+    for a symlink between the check and the open is not covered: the root is
+    assumed not to be writable by an adversary racing us). All disk IO runs in a
+    worker thread. Errors name the virtual path, never the host path under ``root``.
     Text is UTF-8; a file that does not decode, or is bigger than ``max_bytes``
     (64 MiB by default; None lifts the cap), raises InvalidArgument naming it.
     A directory symlink that loops back to one of its own ancestors is left out

@@ -37,10 +37,10 @@ class FileMemory:
     error, because a filter must never be silently ignored.
 
     A file that cannot be read as text (not UTF-8, too big, not a regular
-    file, a symlink out of the root) or a directory nested deeper than 64
-    levels is skipped rather than failing recall for the
-    whole tree, and recorded on the timeline as ``memory.file_skipped`` with
-    ``source``, ``path`` and ``reason``.
+    file, a symlink out of the root), a listing entry that is not a plain name,
+    or a directory nested deeper than 64 levels is skipped rather than failing
+    recall for the whole tree, and recorded on the timeline as
+    ``memory.file_skipped`` with ``source``, ``path`` and ``reason``.
 
     ``files`` is duck-typed (async ``view``/``create``/``delete``); None means
     a fresh InMemoryFiles.
@@ -102,6 +102,15 @@ class FileMemory:
             base = directory.rstrip("/")
             for line in listing.splitlines():
                 if not line:
+                    continue
+                bare = line[:-1] if line.endswith("/") else line
+                if bare in ("", ".", "..") or "/" in bare or "\x00" in bare:
+                    ctx.observe(
+                        "memory.file_skipped",
+                        source=self.name,
+                        path=f"{base}/{line}",
+                        reason="listing entry is not a plain name",
+                    )
                     continue
                 if line.endswith("/"):
                     child = f"{base}/{line[:-1]}"
