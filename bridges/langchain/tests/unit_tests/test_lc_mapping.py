@@ -93,13 +93,18 @@ def test_numpy_scores_become_plain_floats() -> None:
     assert type(item.score) is float and item.score == 0.5
 
 
-json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.floats(
-    allow_nan=False, allow_infinity=False
+json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False)
 )
 json_value = st.recursive(
     json_leaf,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 plain_key = st.text(min_size=0, max_size=10).filter(lambda k: not k.startswith("agentkit_"))

@@ -21,9 +21,7 @@ class OverlapCrossEncoder(BaseCrossEncoder):
     """Offline cross-encoder: scores a (query, passage) pair by shared words."""
 
     def score(self, text_pairs: list[tuple[str, str]]) -> list[float]:
-        return [
-            float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in text_pairs
-        ]
+        return [float(len(set(q.lower().split()) & set(p.lower().split()))) for q, p in text_pairs]
 
 
 class RebuildingScorer(BaseDocumentCompressor):

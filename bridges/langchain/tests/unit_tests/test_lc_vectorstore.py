@@ -57,7 +57,9 @@ class DictStore(VectorStore):
         if any(i in self.rows for i in ids):
             raise ValueError("Tried to add ids that already exist")
         vectors = self.embedding.embed_documents(texts)
-        for i, text, meta, vec in zip(ids, texts, metadatas or [{}] * len(texts), vectors):
+        for i, text, meta, vec in zip(
+            ids, texts, metadatas or [{}] * len(texts), vectors, strict=True
+        ):
             self.rows[i] = (vec, Document(page_content=text, metadata=dict(meta), id=i))
         return ids
 
@@ -78,7 +80,7 @@ class DictStore(VectorStore):
         for vec, doc in self.rows.values():
             if filter and any(doc.metadata.get(key) != v for key, v in filter.items()):
                 continue
-            hits.append((doc, sum(a * b for a, b in zip(q, vec))))
+            hits.append((doc, sum(a * b for a, b in zip(q, vec, strict=True))))
         return sorted(hits, key=lambda h: -h[1])[:k]
 
     def similarity_search(self, query: str, k: int = 4, **kw: Any) -> list[Document]:
@@ -138,8 +140,12 @@ async def test_relevance_scores_are_higher_for_better_matches(store: VectorStore
 
 async def test_two_tenants_share_a_store_and_an_id_without_touching(store: VectorStore) -> None:
     mem = VectorMemory(LangChainVectorPort(store))
-    await mem.write([MemoryItem("acme pricing plan", "x", metadata={"tier": "gold", "id": "1"})], ctx=ACME)
-    await mem.write([MemoryItem("evil pricing plan", "x", metadata={"tier": "gold", "id": "1"})], ctx=EVIL)
+    await mem.write(
+        [MemoryItem("acme pricing plan", "x", metadata={"tier": "gold", "id": "1"})], ctx=ACME
+    )
+    await mem.write(
+        [MemoryItem("evil pricing plan", "x", metadata={"tier": "gold", "id": "1"})], ctx=EVIL
+    )
     acme = await mem.query("pricing plan", k=5, ctx=ACME)
     evil = await mem.query("pricing plan", k=5, ctx=EVIL)
     assert [(h.content, h.id) for h in acme] == [("acme pricing plan", "1")]
@@ -157,7 +163,9 @@ async def test_two_tenants_share_a_store_and_an_id_without_touching(store: Vecto
 async def test_where_is_pushed_down_and_rechecked(store: VectorStore) -> None:
     mem = VectorMemory(LangChainVectorPort(store))
     langs = ["en", "de", "en", "fr", "de"]
-    items = [MemoryItem(f"note {i} about cats", "x", metadata={"lang": g}) for i, g in enumerate(langs)]
+    items = [
+        MemoryItem(f"note {i} about cats", "x", metadata={"lang": g}) for i, g in enumerate(langs)
+    ]
     await mem.write(items, ctx=ACME)
     de = await mem.query("cats", k=5, ctx=ACME, where={"lang": "de"})
     assert len(de) == 2 and {h.metadata["lang"] for h in de} == {"de"}
