@@ -314,3 +314,28 @@ async def test_escaping_file_write_is_refused_and_loses_nothing(tmp_path: Any) -
         await fm.write([MemoryItem("evil", "x", metadata={"path": "/../../evil.md"})], ctx=ctx())
     assert not (tmp_path / "evil.md").exists()
     assert await files.view("/keep.md") == "kept"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_any_mapping_is_an_acceptable_where(kind: str) -> None:
+    from types import MappingProxyType
+
+    src, _ = _make(kind)
+    where: Any = MappingProxyType({"path_prefix": "/"} if kind == "files" else {})
+    if kind == "journal":
+        where = MappingProxyType({"role": "user"})
+    out = await src.query("q", k=2, ctx=ctx(), where=where)
+    assert isinstance(out, list)
+
+
+@pytest.mark.parametrize("adapter", ["as_grounder", "as_grounding_source"])
+@pytest.mark.parametrize("k", [0, -3, "5"])
+async def test_grounding_adapters_refuse_bad_k_before_touching_memory(adapter: str, k: Any) -> None:
+    import agentkit.state.memory as memory
+
+    fake = FakeSource("kb", [MemoryItem("x", "kb")])
+    with pytest.raises((TypeError, ValueError)) as info:
+        fn = getattr(memory, adapter)(fake, k=k)
+        await fn(ctx(), "task")
+    assert _names(info.value, "k")
+    assert fake.queries == []

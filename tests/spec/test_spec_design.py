@@ -69,3 +69,19 @@ async def test_sequential_skip_falls_through_to_next_tier() -> None:
     assert [i.content for i in out] == ["v"]
     with pytest.raises((ConnectionError, CompositeQueryError)):
         await SequentialMemory([bad, good]).query("q", k=2, ctx=ctx())
+
+
+async def test_observation_kinds_are_dotted_lower_case() -> None:
+    import re
+
+    from agentkit.state.memory import ReadOnlyMemory
+
+    c = ctx()
+    await ReadOnlyMemory(FakeSource("kb"), on_write="ignore").write([it("x", "s")], ctx=c)
+    bad = FakeSource("bad", fail_query=ConnectionError("down"))
+    await CompositeMemory([FakeSource("ok", [it("y", "ok")]), bad], on_error="skip").query(
+        "q", k=1, ctx=c
+    )
+    kinds = {o.kind for o in c.timeline}
+    assert {"memory.write_refused", "memory.source_failed"} <= kinds
+    assert all(re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", kind) for kind in kinds)
