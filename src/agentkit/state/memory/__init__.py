@@ -20,6 +20,7 @@ from agentkit.state.memory._sequential import SequentialMemory
 from agentkit.state.memory._sources.files import FileMemory
 from agentkit.state.memory._sources.journal import JournalMemory
 from agentkit.state.memory._sources.lexical import LexicalMemory
+from agentkit.state.memory._sources.partitioned import PerScopeMemory, files_per_scope
 from agentkit.state.memory._sources.scratchpad import ScratchpadMemory
 from agentkit.state.memory._sources.tool import ToolMemory, default_parse
 from agentkit.state.memory._sources.vector import VectorMemory
@@ -39,6 +40,7 @@ __all__ = [
     "MemoryWriteRefused",
     "OnErrorPolicy",
     "OnWritePolicy",
+    "PerScopeMemory",
     "ReadOnlyMemory",
     "Reranker",
     "ScopedMemory",
@@ -49,6 +51,7 @@ __all__ = [
     "as_grounder",
     "as_grounding_source",
     "default_parse",
+    "files_per_scope",
     "render_grounding",
     "rrf_rerank",
     "score_sort_rerank",

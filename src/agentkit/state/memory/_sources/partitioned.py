@@ -1,0 +1,192 @@
+"""PerScopeMemory: one backend per tenant, for backends that have no notion of scope.
+
+A file tree, a scratch index or any store that cannot bucket by tenant is made safe
+for multi-tenant use the only way that cannot leak: each complete scope gets its own
+instance, so one tenant's query physically cannot reach another's data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.kernel.ctx import Ctx, Scope
+from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation, StoreError
+from agentkit.state.files import LocalFiles
+from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._protocol import MemorySource, accepts_writes
+from agentkit.state.memory._sources._args import check_ctx, check_items
+from agentkit.state.memory._sources.files import FileMemory
+from agentkit.state.memory._validate import check_k, check_query, check_where
+
+SourceFactory = Callable[[Scope], "MemorySource | Awaitable[MemorySource]"]
+
+# Scope ids become directory names; longer encodings fall back to a digest so a name
+# never exceeds the usual 255-byte file name limit.
+_MAX_NAME = 200
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+@dataclass
+class PerScopeMemory:
+    """Route each call to the source built for its ``ctx.scope``, building on first use.
+
+    ``factory(scope)`` (sync or async) makes the source for one complete scope; it is
+    called once per scope, even when many first calls race. A scope without both
+    org and domain is refused with ScopeViolation before any source is built or
+    touched: there is no shared bucket to fall back to. Items pass through as the
+    tenant's source stamped them, so write-back by provenance keeps working. Every
+    built source is kept for the life of this object (``close()`` closes those that
+    can be closed).
+    """
+
+    factory: SourceFactory
+    name: str = "per-scope"
+    _sources: dict[Scope, MemorySource] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _building: dict[Scope, asyncio.Future[MemorySource]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if not callable(self.factory):
+            raise InvalidArgumentType(
+                f"factory must be a callable taking a Scope, got {type(self.factory).__name__}"
+            )
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidArgumentType("name must be a non-empty str")
+
+    @property
+    def accepts_writes(self) -> bool:
+        """What the built sources say; before any is built, assume the factory's do."""
+        return all(accepts_writes(s) for s in self._sources.values())
+
+    @property
+    def scopes(self) -> list[Scope]:
+        """The scopes that have a source so far."""
+        return list(self._sources)
+
+    async def query(
+        self,
+        query: str,
+        *,
+        k: int,
+        ctx: Ctx,
+        where: dict[str, Any] | None = None,
+    ) -> list[MemoryItem]:
+        query = check_query(query)
+        k = check_k(k)
+        where = check_where(where)
+        ctx = check_ctx(ctx)
+        source = await self.source_for(ctx.scope)
+        return list(await source.query(query, k=k, ctx=ctx, where=where))[:k]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        batch = check_items(items)
+        ctx = check_ctx(ctx)
+        source = await self.source_for(ctx.scope)
+        if batch:
+            await source.write(batch, ctx=ctx)
+
+    async def source_for(self, scope: Scope) -> MemorySource:
+        """The source for ``scope``, built once; refuses an incomplete scope."""
+        if not isinstance(scope, Scope):
+            raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+        if not scope.complete:
+            raise ScopeViolation(
+                f"memory source {self.name!r} keeps one backend per tenant and needs a "
+                f"complete scope (org_id and domain_id set), got {scope!r}"
+            )
+        while True:
+            found = self._sources.get(scope)
+            if found is not None:
+                return found
+            pending = self._building.get(scope)
+            if pending is None:
+                return await self._build(scope)
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # we were cancelled ourselves
+                # the builder was cancelled, not us: try again
+
+    async def _build(self, scope: Scope) -> MemorySource:
+        pending: asyncio.Future[MemorySource] = asyncio.get_running_loop().create_future()
+        self._building[scope] = pending
+        try:
+            built = self.factory(scope)
+            if inspect.isawaitable(built):
+                built = await built
+            if not callable(getattr(built, "query", None)) or not callable(
+                getattr(built, "write", None)
+            ):
+                raise StoreError(
+                    f"factory for {self.name!r} returned {type(built).__name__}, not a MemorySource"
+                )
+        except BaseException as exc:
+            del self._building[scope]  # a later call may retry
+            if isinstance(exc, asyncio.CancelledError):
+                pending.cancel()
+            else:
+                pending.set_exception(exc)
+                pending.exception()  # mark retrieved; waiters re-raise it themselves
+            raise
+        self._sources[scope] = built
+        del self._building[scope]
+        pending.set_result(built)
+        return built
+
+    async def close(self) -> None:
+        """Close every built source that has an async ``close()``; forget them all."""
+        sources, self._sources = list(self._sources.values()), {}
+        for source in sources:
+            closer = getattr(source, "close", None)
+            if callable(closer):
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+
+
+def files_per_scope(
+    root: str | os.PathLike[str],
+    *,
+    name: str = "files",
+    max_bytes: int | None = 64 * 1024 * 1024,
+) -> PerScopeMemory:
+    """FileMemory over ``root/<org>/<domain>/``, one LocalFiles root per tenant.
+
+    The two path parts are encoded (lower-case letters, digits, ``_`` and ``-`` kept;
+    everything else, upper case included, as ``%XX`` bytes; very long ids as a digest)
+    so any scope id is one safe, distinct directory name, even on a case-insensitive
+    file system, and ``..`` or ``/`` in an id can never climb out of ``root``.
+    """
+    if not isinstance(root, (str, os.PathLike)):
+        raise InvalidArgumentType(f"root must be a path, got {type(root).__name__}")
+    base = os.path.realpath(os.fspath(root))
+    if not os.path.isdir(base):
+        raise NotADirectoryError(f"root must be an existing directory: {base!r}")
+
+    async def build(scope: Scope) -> MemorySource:
+        assert scope.org_id is not None and scope.domain_id is not None
+        path = os.path.join(base, scope_dirname(scope.org_id), scope_dirname(scope.domain_id))
+        await asyncio.to_thread(os.makedirs, path, exist_ok=True)
+        return FileMemory(LocalFiles(path, max_bytes=max_bytes), name=name)
+
+    return PerScopeMemory(build, name=name)
+
+
+def scope_dirname(part: str) -> str:
+    """One scope id as a directory name: injective, never ``.``/``..``, case-proof."""
+    encoded = "".join(
+        ch if ch in _SAFE else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in part
+    )
+    if len(encoded) > _MAX_NAME:
+        return "h-" + hashlib.sha256(part.encode("utf-8")).hexdigest()
+    return "s-" + encoded
