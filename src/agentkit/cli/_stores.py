@@ -33,17 +33,38 @@ def is_postgres(store: str) -> bool:
 
 
 def recorded_embedder(path: Path) -> tuple[str, int] | None:
-    """(name, dim) a SQLite store was written with, or None for a new/empty file."""
+    """(name, dim) a SQLite store's vectors were written with; None if it holds none."""
     if not path.is_file():
         return None
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)) as conn:
             rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
     except sqlite3.Error:
         return None  # not ours or not initialised: the store's own open will say so
-    if "embedder" in rows and "dim" in rows:
+    if not empty and "embedder" in rows and "dim" in rows:
         return (str(rows["embedder"]), int(rows["dim"]))
     return None
+
+
+def _check_choice(args: argparse.Namespace, recorded: tuple[str, int] | None, path: Path) -> None:
+    """Refuse a conflicting --hashing/--model before paying seconds to load a model."""
+    if recorded is None:
+        return
+    if args.hashing:
+        wanted = _HASHING
+    elif args.model is not None:
+        from agentkit.vector.sentence import canonical_name
+
+        wanted = canonical_name(args.model)
+    else:
+        return
+    if wanted != recorded[0]:
+        raise StoreError(
+            f"store {str(path)!r} holds vectors from embedder {recorded[0]!r} "
+            f"(dim {recorded[1]}); refusing to mix in {wanted!r}. Drop --hashing/--model "
+            "to use the recorded one, or use a new store file."
+        )
 
 
 def make_embedder(args: argparse.Namespace, recorded: tuple[str, int] | None) -> Embedder:
@@ -90,6 +111,7 @@ def open_store(args: argparse.Namespace, *, create: bool, need_vectors: bool = T
         raise StoreError(f"no store at {target!r} (run `agentkit-memory ingest` first, "
                          "or pass --store / set AGENTKIT_STORE)")
     recorded = recorded_embedder(path)
+    _check_choice(args, recorded, path)
     if not need_vectors and not args.hashing and args.model is None:
         return SQLiteVectorStore(path, embedder=None, create=create)
     return SQLiteVectorStore(path, embedder=make_embedder(args, recorded), create=create)

