@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import subprocess
 import sys
 import typing
@@ -137,3 +138,54 @@ def test_lower_layers_depend_on_kernel_only(package: str) -> None:
     assert not any(m.startswith("agentkit.capabilities") for m in mods)
     if package == "agentkit.kernel":
         assert not any(m.startswith(("agentkit.vector", "agentkit.tools")) for m in mods)
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("CompositeMemory", ["sources", "reranker", "name", "dedupe"]),
+        ("SequentialMemory", ["sources", "name"]),
+        ("CachedMemory", ["inner", "ttl_seconds", "max_entries", "name", "strict_scope"]),
+        ("CompactedMemory", ["inner", "compactor", "max_items", "name"]),
+        ("ReadOnlyMemory", ["inner", "on_write", "name"]),
+        ("ScopedMemory", ["inner", "enforce", "name"]),
+        ("FileMemory", ["files", "name"]),
+        ("JournalMemory", ["journal", "render", "name"]),
+        ("ScratchpadMemory", ["context", "name"]),
+        ("ToolMemory", ["tool", "query_arg", "result_to_items", "name"]),
+        ("VectorMemory", ["vector", "where", "name"]),
+    ],
+)
+def test_documented_positional_parameters(name: str, params: list[str]) -> None:
+    sig = inspect.signature(getattr(memory, name))
+    positional = [
+        p.name
+        for p in sig.parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    assert positional == params
+
+
+@pytest.mark.parametrize(
+    "name,defaults",
+    [
+        ("CompositeMemory", {"reranker": None, "name": "composite", "dedupe": "id"}),
+        ("SequentialMemory", {"name": "sequential"}),
+        (
+            "CachedMemory",
+            {"ttl_seconds": 60.0, "max_entries": 256, "name": "", "strict_scope": False},
+        ),
+        ("CompactedMemory", {"max_items": None, "name": ""}),
+        ("ReadOnlyMemory", {"on_write": "refuse", "name": ""}),
+        ("ScopedMemory", {"enforce": None, "name": ""}),
+        ("FileMemory", {"name": "files"}),
+        ("JournalMemory", {"name": "journal"}),
+        ("ScratchpadMemory", {"name": "scratchpad"}),
+        ("ToolMemory", {"query_arg": "query", "result_to_items": None, "name": "tool"}),
+        ("VectorMemory", {"where": None, "name": "vector"}),
+    ],
+)
+def test_documented_defaults(name: str, defaults: dict[str, object]) -> None:
+    sig = inspect.signature(getattr(memory, name))
+    for param, value in defaults.items():
+        assert sig.parameters[param].default == value, param
