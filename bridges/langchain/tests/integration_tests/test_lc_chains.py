@@ -6,9 +6,12 @@ import time
 from typing import Any
 from uuid import UUID
 
-from agentkit.kernel import Ctx, Scope
-from agentkit.state.memory import CompositeMemory, MemoryItem, VectorMemory
-from agentkit.vector import HashingEmbedder
+from agentkit_langchain import (
+    AgentkitEmbeddings,
+    AgentkitRetriever,
+    LangChainMemory,
+    LangChainVectorPort,
+)
 from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -19,12 +22,9 @@ from langchain_core.tools import create_retriever_tool
 from langchain_core.tracers.context import collect_runs
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from agentkit_langchain import (
-    AgentkitEmbeddings,
-    AgentkitRetriever,
-    LangChainMemory,
-    LangChainVectorPort,
-)
+from agentkit.kernel import Ctx, Scope
+from agentkit.state.memory import CompositeMemory, MemoryItem, VectorMemory
+from agentkit.vector import HashingEmbedder
 
 NOTES = {
     Scope("acme", "support"): ["acme refunds take 5 days", "acme support hours are 9-5"],
@@ -52,7 +52,10 @@ async def test_lcel_rag_chain_serves_each_tenant_from_config() -> None:
     chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | PROMPT
     for org, other in (("acme", "globex"), ("globex", "acme")):
         config: Any = {"configurable": {"org_id": org, "domain_id": "support"}}
-        for value in (chain.invoke("refunds", config=config), await chain.ainvoke("refunds", config)):
+        for value in (
+            chain.invoke("refunds", config=config),
+            await chain.ainvoke("refunds", config),
+        ):
             text = value.to_string()
             assert f"[kb] {org} refunds" in text and other not in text
     # No tenant in config: the unscoped bucket, which holds nothing here.
@@ -103,7 +106,12 @@ class Tracker(BaseCallbackHandler):
         self.starts: dict[str, tuple[UUID, UUID | None]] = {}
 
     def on_retriever_start(
-        self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None,
+        self,
+        serialized: Any,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
         self.starts[kwargs.get("name") or str(run_id)] = (run_id, parent_run_id)

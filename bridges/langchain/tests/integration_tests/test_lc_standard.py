@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentkit.state.journal import MutationJournal
-from agentkit.state.memory import CompositeMemory, FileMemory, JournalMemory
+from agentkit_langchain import AgentkitRetriever
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from agentkit_langchain import AgentkitRetriever
+from agentkit.state.journal import MutationJournal
+from agentkit.state.memory import CompositeMemory, FileMemory, JournalMemory
 
 
 def _memory() -> CompositeMemory:
