@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import itertools
+import uuid
 from typing import Any
 
 from llama_index.core.callbacks import CallbackManager
@@ -19,6 +21,14 @@ from agentkit_llamaindex.mapping import to_nodes
 __all__ = ["AgentkitRetriever"]
 
 _UNSET: Any = object()
+# Ctx() draws a uuid4 from os.urandom (tens of microseconds under load); a per-process
+# prefix plus a counter is just as unique for the empty per-call Ctx and nearly free.
+_RUN_PREFIX = uuid.uuid4().hex[:16]
+_run_numbers = itertools.count()
+
+
+def _fresh_ctx() -> Ctx:
+    return Ctx(run_id=f"{_RUN_PREFIX}{next(_run_numbers):016x}")
 
 
 def _check_ctx(ctx: object) -> Ctx | None:
@@ -99,7 +109,7 @@ class AgentkitRetriever(BaseRetriever):
         return self._mem.query(
             query_bundle.query_str,
             k=self._k,
-            ctx=self._ctx if self._ctx is not None else Ctx(),
+            ctx=self._ctx if self._ctx is not None else _fresh_ctx(),
             where=self._where,
         )
 
