@@ -89,36 +89,43 @@ def _pushable(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def where_clause(where: Mapping[str, Any] | None) -> tuple[sql.Composable, list[Any], bool]:
+def where_clause(
+    where: Mapping[str, Any] | None,
+) -> tuple[sql.Composable, dict[str, Any], bool]:
     """``where`` as jsonb containment, plus whether it was pushed down entirely.
 
     Containment can only narrow to candidates; every row is re-checked in Python with
     matches_where, so a key we cannot express is simply left to that re-check (and the
-    caller over-fetches). Any-of values become an OR of containments.
+    caller over-fetches). Any-of values become an OR of containments. Placeholders are
+    named ``w0``, ``w1``, ... so the caller can name its own parameters too.
     """
     if not where:
-        return sql.SQL(""), [], True
+        return sql.SQL(""), {}, True
     parts: list[sql.Composable] = []
-    params: list[Any] = []
+    params: dict[str, Any] = {}
     complete = True
+
+    def param(key: str, value: Any) -> sql.Composable:
+        name = f"w{len(params)}"
+        params[name] = json.dumps({key: value})
+        return sql.SQL("metadata @> {}::jsonb").format(sql.Placeholder(name))
+
     for key, wanted in where.items():
         if isinstance(wanted, (list, tuple, set, frozenset)):
             options = list(wanted)
             if not options:
-                return sql.SQL(" AND FALSE"), [], True
+                return sql.SQL(" AND FALSE"), {}, True
             if not all(_pushable(v) for v in options):
                 complete = False
                 continue
-            ors = sql.SQL(" OR ").join(sql.SQL("metadata @> %s::jsonb") for _ in options)
+            ors = sql.SQL(" OR ").join(param(key, v) for v in options)
             parts.append(sql.SQL("({})").format(ors))
-            params.extend(json.dumps({key: v}) for v in options)
         elif _pushable(wanted):
-            parts.append(sql.SQL("metadata @> %s::jsonb"))
-            params.append(json.dumps({key: wanted}))
+            parts.append(param(key, wanted))
         else:
             complete = False
     if not parts:
-        return sql.SQL(""), [], complete
+        return sql.SQL(""), {}, complete
     return sql.SQL(" AND ") + sql.SQL(" AND ").join(parts), params, complete
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -41,6 +42,8 @@ from agentkit.vector.port import Chunk, Embedder, matches_where
 _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 # Batches at least this large go through COPY into a staging table.
 COPY_THRESHOLD = 256
+# Loads at least this large refresh the planner's statistics before committing.
+ANALYZE_THRESHOLD = 5000
 
 
 def embedder_name(embedder: object) -> str:
@@ -118,6 +121,8 @@ class PostgresVectorStore:
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._table = sql.Identifier(self.collection)
+        # hnsw.ef_search last set on each pooled connection (session-level setting).
+        self._ef_by_conn: weakref.WeakKeyDictionary[_Conn, int] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"PostgresVectorStore({_redact(self.url)!r}, collection={self.collection!r})"
@@ -348,6 +353,10 @@ class PostgresVectorStore:
             )
             if index_def is not None:
                 await cur.execute(sql.SQL(index_def))  # the server wrote it
+            if rebuild_index or len(rows) >= ANALYZE_THRESHOLD:
+                # Fresh statistics let the planner pick HNSW for a big tenant and an exact
+                # scan of the scope's rows for a small one; stale ones pick wrong.
+                await cur.execute(sql.SQL("ANALYZE {}").format(self._table))
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         """Remove these ids from the scope's bucket only; unknown ids are ignored."""
@@ -418,26 +427,33 @@ class PostgresVectorStore:
         info, embedder = self._check_vectors("search")
         vector = (await self._embed(embedder, [query]))[0]
         clause, params, complete = where_clause(flt)
+        # The vector is sent once (named placeholders are reused) and in binary.
         stmt = sql.SQL(
-            "SELECT 1 - (embedding <=> %s) AS score, id, text, metadata FROM {t}"
-            " WHERE org_id = %s AND domain_id = %s{w}"
-            " ORDER BY embedding <=> %s LIMIT %s"
+            "SELECT 1 - (embedding <=> %(q)s) AS score, id, text, metadata FROM {t}"
+            " WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
+            " ORDER BY embedding <=> %(q)s LIMIT %(limit)s"
         ).format(t=self._table, w=clause)
+        base = {"q": vector, "org": org, "dom": dom, **params}
 
         async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
-            # Pipelined: the settings and the query travel in one round trip.
-            async with conn.pipeline(), conn.transaction():
-                ef = max(self.ef_search, 40, 2 * limit)
-                await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                if info.pgvector >= (0, 8):
-                    # A filtered scan keeps walking the graph until enough rows pass.
-                    await conn.execute(
-                        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-                    )
-                cur = await conn.execute(stmt, (vector, org, dom, *params, vector, limit))
-                return await cur.fetchall()
+            await self._set_ef_search(conn, max(self.ef_search, 40, 2 * limit), info)
+            cur = await conn.execute(stmt, {**base, "limit": limit})
+            return await cur.fetchall()
 
         return await self._collect(pool, fetch, k, flt, complete)
+
+    async def _set_ef_search(self, conn: _Conn, ef: int, info: SchemaInfo) -> None:
+        """Session settings, sent only when a pooled connection needs a different value.
+
+        A transaction with SET LOCAL would cost two extra round trips on every query.
+        """
+        if self._ef_by_conn.get(conn) == ef:
+            return
+        await conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+        if info.pgvector >= (0, 8) and conn not in self._ef_by_conn:
+            # A filtered scan keeps walking the graph until enough rows pass the filter.
+            await conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
+        self._ef_by_conn[conn] = ef
 
     async def lexical_search(
         self,
@@ -459,13 +475,14 @@ class PostgresVectorStore:
         clause, params, complete = where_clause(flt)
         stmt = sql.SQL(
             "SELECT ts_rank_cd(tsv, q, 1) AS score, id, text, metadata"
-            " FROM {t}, to_tsquery('english'::regconfig, %s) AS q"
-            " WHERE org_id = %s AND domain_id = %s AND tsv @@ q{w}"
-            " ORDER BY score DESC, id LIMIT %s"
+            " FROM {t}, to_tsquery('english'::regconfig, %(words)s) AS q"
+            " WHERE org_id = %(org)s AND domain_id = %(dom)s AND tsv @@ q{w}"
+            " ORDER BY score DESC, id LIMIT %(limit)s"
         ).format(t=self._table, w=clause)
+        base = {"words": words, "org": org, "dom": dom, **params}
 
         async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(stmt, (words, org, dom, *params, limit))
+            cur = await conn.execute(stmt, {**base, "limit": limit})
             return await cur.fetchall()
 
         return await self._collect(pool, fetch, k, flt, complete)
