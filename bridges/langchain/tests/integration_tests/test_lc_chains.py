@@ -104,6 +104,11 @@ async def test_inside_ensemble_retriever_with_per_call_tenant() -> None:
 class Tracker(BaseCallbackHandler):
     def __init__(self) -> None:
         self.starts: dict[str, tuple[UUID, UUID | None]] = {}
+        self.count = 0
+        self.ends = 0
+
+    def on_retriever_end(self, documents: Any, **kwargs: Any) -> None:
+        self.ends += 1
 
     def on_retriever_start(
         self,
@@ -115,6 +120,7 @@ class Tracker(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         self.starts[kwargs.get("name") or str(run_id)] = (run_id, parent_run_id)
+        self.count += 1
 
 
 class SyncOnly(BaseRetriever):
@@ -135,6 +141,8 @@ def _stack() -> AgentkitRetriever:
 
 
 def _check_nesting(tracker: Tracker) -> None:
+    # Exactly one run per retriever, each ended: no half-started run from a retry.
+    assert (tracker.count, tracker.ends) == (3, 3)
     outer_id, _ = tracker.starts["AgentkitRetriever"]
     assert tracker.starts["VectorStoreRetriever"][1] == outer_id
     assert tracker.starts["SyncOnly"][1] == outer_id

@@ -186,6 +186,21 @@ async def test_sync_invoke_works_inside_a_running_loop() -> None:
         assert [d.page_content for d in docs] == ["fact 0", "fact 1"]
 
 
+def test_abandoned_inline_attempt_leaves_no_unawaited_coroutines() -> None:
+    """A composite builds its members' coroutines before it reaches for the loop;
+    the sync path must not leave them to warn "never awaited"."""
+    import gc
+    import warnings
+
+    mem = CompositeMemory([Recorder(2), Recorder(3, suspend=True)], dedupe=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = AgentkitRetriever(memory=mem, k=5).invoke("q")
+        gc.collect()
+    assert len(docs) == 5
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
 def test_errors_from_the_memory_reach_the_caller() -> None:
     class Failing(Recorder):
         async def query(self, query: str, **kw: Any) -> list[MemoryItem]:
