@@ -197,6 +197,15 @@ def run_sync(
 
 def _inline(coro: Coroutine[Any, Any, T], context: contextvars.Context | None) -> Any:
     """Drive ``coro`` with no loop; its result, or ``_MISS`` if it needs one."""
+    # With no running loop, asyncio.gather and ensure_future fall back to the
+    # thread's policy loop, creating one in the main thread, and would leave tasks
+    # queued on a loop nobody runs. Hide it (thread-local state) for the attempt.
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+    if local is None or not hasattr(local, "_set_called"):
+        coro.close()  # an unknown policy: do not guess, use the real loop
+        return _MISS
+    saved = (local._loop, local._set_called)
+    local._loop, local._set_called = None, True
     send = coro.send if context is None else _bind_send(coro, context)
     try:
         while True:
@@ -209,10 +218,12 @@ def _inline(coro: Coroutine[Any, Any, T], context: contextvars.Context | None) -
         return stop.value
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:
+    except BaseException as exc:  # every failure is retried on a loop
         _close_unstarted(exc.__traceback__)
         del exc
         return _MISS
+    finally:
+        local._loop, local._set_called = saved
 
 
 def _bind_send(

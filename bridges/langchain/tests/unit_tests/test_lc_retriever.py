@@ -201,6 +201,33 @@ def test_abandoned_inline_attempt_leaves_no_unawaited_coroutines() -> None:
     assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
+def test_inline_attempt_schedules_nothing_on_the_threads_idle_loop() -> None:
+    """gather() outside a running loop falls back to the thread's set-but-idle loop;
+    an abandoned inline attempt must not leave queued tasks there."""
+    from agentkit.state.files import InMemoryFiles
+    from agentkit.state.memory import FileMemory
+
+    box: list[Any] = []
+
+    def work() -> None:
+        idle = asyncio.new_event_loop()
+        files = InMemoryFiles()
+        idle.run_until_complete(files.create("/a.md", "refunds are fast"))
+        idle.run_until_complete(files.create("/b.md", "refunds are slow"))
+        asyncio.set_event_loop(idle)  # set, never run: what gather() would fall back to
+        try:
+            docs = AgentkitRetriever(memory=FileMemory(files), k=3).invoke("refunds")
+            box.append((len(docs), len(asyncio.all_tasks(idle)), len(idle._ready)))  # type: ignore[attr-defined]
+        finally:
+            asyncio.set_event_loop(None)
+            idle.close()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert box == [(2, 0, 0)]
+
+
 def test_errors_from_the_memory_reach_the_caller() -> None:
     class Failing(Recorder):
         async def query(self, query: str, **kw: Any) -> list[MemoryItem]:
