@@ -121,3 +121,19 @@ async def test_a_store_that_cannot_filter_is_refused_for_scoped_use() -> None:
     await port.upsert([Chunk("1", "globex data")], scope=GLOBEX.scope)
     with pytest.raises(StoreError, match="tenants"):
         await port.search("data", k=5, scope=ACME.scope)
+
+
+async def test_index_retriever_source_keeps_port_written_tenant_nodes_apart() -> None:
+    from llama_index.core.schema import TextNode
+
+    from agentkit_llamaindex import LlamaIndexMemory
+
+    index = VectorStoreIndex([TextNode(id_="shared", text="shared refund policy")])
+    kb = VectorMemory(LlamaIndexVectorPort(index), name="kb")
+    await kb.write([MemoryItem("acme refund secret", "x", metadata={"id": "1"})], ctx=ACME)
+    docs = LlamaIndexMemory(index.as_retriever(), name="docs")
+    acme = await docs.query("refund", k=5, ctx=ACME)
+    anon = await docs.query("refund", k=5, ctx=Ctx())
+    assert {i.id for i in acme} == {"shared", "1"}
+    assert {i.id for i in anon} == {"shared"}
+    assert all(not k.startswith("agentkit_") for i in acme for k in i.metadata)

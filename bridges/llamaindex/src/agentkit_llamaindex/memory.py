@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,13 @@ from agentkit.vector.port import matches_where
 from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, where_filters
 from agentkit_llamaindex._runtime import run_blocking
 from agentkit_llamaindex.mapping import from_node
+from agentkit_llamaindex.vectorstore import (
+    CHUNK_KEY,
+    DOMAIN_KEY,
+    ORG_KEY,
+    PORT_KEYS,
+    scope_bucket,
+)
 
 __all__ = ["LlamaIndexMemory"]
 
@@ -99,6 +107,25 @@ def _per_call(r: BaseRetriever, k: int, where: dict[str, Any] | None) -> BaseRet
     return r
 
 
+def _tenant_view(item: MemoryItem, bucket: tuple[str, str]) -> MemoryItem | None:
+    """Records a LlamaIndexVectorPort wrote for a tenant stay that tenant's.
+
+    An index can hold both the app's shared corpus and tenant facts written through
+    the port. Shared nodes pass; a tenant node passes only for its own scope, and
+    comes back as the port would return it: its chunk id, no scope keys.
+    """
+    meta = item.metadata
+    if ORG_KEY not in meta and DOMAIN_KEY not in meta:
+        return item
+    if (meta.get(ORG_KEY), meta.get(DOMAIN_KEY)) != bucket:
+        return None
+    rest = {key: value for key, value in meta.items() if key not in PORT_KEYS}
+    chunk_id = meta.get(CHUNK_KEY)
+    return dataclasses.replace(
+        item, metadata=rest, id=chunk_id if isinstance(chunk_id, str) else item.id
+    )
+
+
 class LlamaIndexMemory:
     """A LlamaIndex retriever queried as an agentkit MemorySource.
 
@@ -108,9 +135,10 @@ class LlamaIndexMemory:
     the bridge's thread pool so a CompositeMemory over several of them is concurrent;
     retrievers with their own ``_aretrieve`` are awaited.
 
-    A plain retriever knows nothing of tenants: scope a shared index with ``where`` or
-    wrap this source in ``ScopedMemory``. Read-only: writes go through
-    ``VectorMemory(LlamaIndexVectorPort(index))``.
+    Nodes a ``LlamaIndexVectorPort`` wrote for a tenant are returned only to that
+    tenant (``ctx.scope``); everything else in the index is treated as shared. Scope
+    any other per-tenant data with ``where`` or wrap this source in ``ScopedMemory``.
+    Read-only: writes go through ``VectorMemory(LlamaIndexVectorPort(index))``.
     """
 
     accepts_writes = False
@@ -150,10 +178,11 @@ class LlamaIndexMemory:
             nodes = await call.aretrieve(query)
         else:
             nodes = await run_blocking(call.retrieve, query)
+        bucket = scope_bucket(ctx.scope)
         items: list[MemoryItem] = []
         for nws in nodes:
-            item = from_node(nws, source=self.name)
-            if where and not matches_where(item.metadata, where):
+            item = _tenant_view(from_node(nws, source=self.name), bucket)
+            if item is None or (where and not matches_where(item.metadata, where)):
                 continue
             items.append(item)
             if len(items) == k:

@@ -45,7 +45,7 @@ _NAMESPACE = uuid.UUID("6f1c9a52-3b7e-4f0a-9d2e-a9c1b4e7d310")
 _OVERFETCH = 4
 
 
-def _bucket(scope: Scope) -> tuple[str, str]:
+def scope_bucket(scope: Scope) -> tuple[str, str]:
     # "" rather than None: LlamaIndex filters never match a None metadata value.
     if not isinstance(scope, Scope):
         raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
@@ -141,7 +141,7 @@ class LlamaIndexVectorPort:
 
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
         batch = _check_chunks(chunks)
-        bucket = _bucket(scope)
+        bucket = scope_bucket(scope)
         if not batch:
             return
         latest: dict[str, Chunk] = {c.id: c for c in batch}  # last write of an id wins
@@ -150,7 +150,7 @@ class LlamaIndexVectorPort:
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         wanted = _check_ids(ids)
-        bucket = _bucket(scope)
+        bucket = scope_bucket(scope)
         if not wanted:
             return  # some stores read an empty id list as "everything"
         node_ids = list(dict.fromkeys(_node_id(bucket, i) for i in wanted))
@@ -200,7 +200,7 @@ class LlamaIndexVectorPort:
         query = check_query(query)
         k = check_k(k)
         wanted = check_where(where)
-        bucket = _bucket(scope)
+        bucket = scope_bucket(scope)
         if has_empty_any_of(wanted):
             return []
         extra, complete = where_filters(wanted)
