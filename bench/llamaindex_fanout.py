@@ -21,12 +21,12 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 
+from agentkit_llamaindex import AgentkitRetriever, LlamaIndexMemory
 from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from agentkit.state.memory import CompositeMemory
-from agentkit_llamaindex import AgentkitRetriever, LlamaIndexMemory
 
 TARGET = 1.15
 FANOUT = 8
@@ -43,7 +43,10 @@ class Sleepy(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         time.sleep(LATENCY)
         return [
-            NodeWithScore(node=TextNode(id_=f"{self.label}-{i}", text=f"{self.label} doc {i}"), score=1 - i / 10)
+            NodeWithScore(
+                node=TextNode(id_=f"{self.label}-{i}", text=f"{self.label} doc {i}"),
+                score=1 - i / 10,
+            )
             for i in range(3)
         ]
 
@@ -99,8 +102,10 @@ def main() -> None:
     print(f"{FANOUT} sync-only retrievers x {LATENCY * 1000:.0f} ms, median of {args.rounds}")
     print(f"ideal (one retriever)           : {ideal * 1000:7.1f} ms   1.00x")
     for name, seconds in timings.items():
-        label = name.replace("_", " ").replace("ours", "AgentkitRetriever").replace(
-            "fusion", "QueryFusionRetriever"
+        label = (
+            name.replace("_", " ")
+            .replace("ours", "AgentkitRetriever")
+            .replace("fusion", "QueryFusionRetriever")
         )
         print(f"{label:32}: {seconds * 1000:7.1f} ms  {seconds / ideal:5.2f}x")
     ok = all(timings[n] / ideal <= TARGET for n in ("ours_retrieve", "ours_aretrieve"))

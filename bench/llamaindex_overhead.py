@@ -17,17 +17,19 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from agentkit_llamaindex import AgentkitRetriever, to_node
+from agentkit_llamaindex.mapping import STAMP_KEYS as HIDDEN
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from agentkit.kernel import Ctx
 from agentkit.state.memory import MemoryItem
-from agentkit_llamaindex import AgentkitRetriever, to_node
-from agentkit_llamaindex.mapping import STAMP_KEYS as HIDDEN
 
 TARGET = 1.10
 ITEMS = [
-    MemoryItem(f"passage {i} about refunds and shipping", "notes", 1.0 - i / 20, {"page": i}, id=f"n{i}")
+    MemoryItem(
+        f"passage {i} about refunds and shipping", "notes", 1.0 - i / 20, {"page": i}, id=f"n{i}"
+    )
     for i in range(10)
 ]
 
@@ -105,9 +107,7 @@ def main() -> None:
     base_wall, base_cpu = (min(t[i] for t in base_t) * 1e6 for i in (0, 1))
     ours_wall, ours_cpu = (min(t[i] for t in ours_t) * 1e6 for i in (0, 1))
     wall_ratio, cpu_ratio = ours_wall / base_wall, ours_cpu / base_cpu
-    median_ratio = statistics.median(t[0] for t in ours_t) / statistics.median(
-        t[0] for t in base_t
-    )
+    median_ratio = statistics.median(t[0] for t in ours_t) / statistics.median(t[0] for t in base_t)
     verdict = "OK" if cpu_ratio <= TARGET else "MISSED"
     print(f"best of {args.rounds} rounds x {args.calls} calls, 10 nodes per call")
     print(f"hand-written retriever : {base_wall:8.1f} us wall  {base_cpu:8.1f} us cpu")

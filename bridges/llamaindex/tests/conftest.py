@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from agentkit_llamaindex import AgentkitEmbedding
 from llama_index.core import Settings
 from llama_index.core.llms import MockLLM
 
 from agentkit.vector import HashingEmbedder
-from agentkit_llamaindex import AgentkitEmbedding
 
 
 @pytest.fixture(autouse=True)

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agentkit_llamaindex import from_node, to_node, to_nodes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from agentkit.state.memory import MemoryItem
-from agentkit_llamaindex import from_node, to_node, to_nodes
 
 _keys = st.text(min_size=1, max_size=12).filter(lambda s: not s.startswith("agentkit_"))
 _values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False)
-    | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 items = st.builds(
@@ -114,5 +112,7 @@ def test_read_back_precedence() -> None:
     nws.node.id_ = "renamed"
     assert from_node(nws).id == "renamed"
     # a node rebuilt from the metadata alone still says what it was
-    rebuilt = TextNode(text="t", id_="c1", metadata=dict(to_node(MemoryItem("t", "v", id="c1")).node.metadata))
+    rebuilt = TextNode(
+        text="t", id_="c1", metadata=dict(to_node(MemoryItem("t", "v", id="c1")).node.metadata)
+    )
     assert from_node(rebuilt) == MemoryItem("t", "v", id="c1")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
-from typing import Any
 
 import pytest
+from agentkit_llamaindex import LlamaIndexMemory
 from llama_index.core import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
@@ -15,7 +16,6 @@ from llama_index.retrievers.bm25 import BM25Retriever
 
 from agentkit.kernel import Ctx
 from agentkit.state.memory import CompositeMemory, MemorySource
-from agentkit_llamaindex import LlamaIndexMemory
 
 DOCS = [
     ("d1", "the refund policy allows returns within thirty days", {"tenant": "acme"}),
@@ -44,7 +44,9 @@ class SleepyRetriever(BaseRetriever):
         self.threads.append(threading.current_thread().name)
         time.sleep(self.delay)
         return [
-            NodeWithScore(node=TextNode(id_=f"{self.label}-{i}", text=f"{self.label} {i}"), score=1.0 - i / 10)
+            NodeWithScore(
+                node=TextNode(id_=f"{self.label}-{i}", text=f"{self.label} {i}"), score=1.0 - i / 10
+            )
             for i in range(3)
         ]
 
@@ -77,7 +79,9 @@ async def test_vector_index_retriever_k_pushed_down_without_mutation() -> None:
 async def test_vector_index_sees_nodes_inserted_after_as_retriever() -> None:
     index = VectorStoreIndex(_nodes())
     mem = LlamaIndexMemory(index.as_retriever())
-    index.insert_nodes([TextNode(id_="late", text="late arrival about penguins", metadata={"tenant": "acme"})])
+    index.insert_nodes(
+        [TextNode(id_="late", text="late arrival about penguins", metadata={"tenant": "acme"})]
+    )
     items = await mem.query("penguins", k=1, ctx=Ctx())
     assert [i.id for i in items] == ["late"]
 
@@ -146,7 +150,7 @@ async def test_sync_only_retrievers_fan_out_concurrently_without_blocking_the_lo
     }
     assert seen >= {"vector", "bm25", *(s.label for s in sleepers)}
     # the loop kept beating while the sync retrievers slept
-    gaps = [b - a for a, b in zip(beats, beats[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(beats)]
     assert len(beats) >= 15 and max(gaps) < 0.1
     assert all(t.startswith("agentkit-llamaindex") for s in sleepers for t in s.threads)
 

@@ -21,10 +21,7 @@ def test_migration_notebook_executes(tmp_path: Path) -> None:
     )
     client.execute()
     outputs = "".join(
-        out.get("text", "")
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for out in cell.outputs
+        out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
     )
     # each step printed ids and the source every passage came from
     for expected in ("policy-1", "notes ", "journal ", "docs ", "/notes/refunds.md"):

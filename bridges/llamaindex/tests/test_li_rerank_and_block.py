@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from agentkit_llamaindex import AgentkitMemoryBlock, PostprocessorReranker
 from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import Memory
 from llama_index.core.postprocessor import SimilarityPostprocessor
@@ -14,7 +15,6 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.state.memory import CompositeMemory, MemoryItem
-from agentkit_llamaindex import AgentkitMemoryBlock, PostprocessorReranker
 
 
 class Fixed:
@@ -37,7 +37,9 @@ class LengthReranker(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         ranked = sorted(nodes, key=lambda n: len(n.node.get_content()))
         return [
-            NodeWithScore(node=TextNode(id_=n.node.node_id, text=n.node.get_content()), score=1.0 / (1 + i))
+            NodeWithScore(
+                node=TextNode(id_=n.node.node_id, text=n.node.get_content()), score=1.0 / (1 + i)
+            )
             for i, n in enumerate(ranked)
         ]
 
@@ -57,8 +59,10 @@ async def test_similarity_postprocessor_filters_and_keeps_originals() -> None:
 
 
 async def test_custom_postprocessor_orders_and_rescores_in_a_composite() -> None:
-    stack = CompositeMemory([Fixed("vec", ITEMS[:2]), Fixed("journal", ITEMS[2:])],
-                            reranker=PostprocessorReranker(LengthReranker()))
+    stack = CompositeMemory(
+        [Fixed("vec", ITEMS[:2]), Fixed("journal", ITEMS[2:])],
+        reranker=PostprocessorReranker(LengthReranker()),
+    )
     out = await stack.query("refund", k=2, ctx=Ctx())
     assert [i.content for i in out] == ["short refund", "medium refund text"]
     assert [i.score for i in out] == [1.0, 0.5]
@@ -105,3 +109,18 @@ def test_memory_block_sync_get_and_validation() -> None:
         AgentkitMemoryBlock(memory=object())
     with pytest.raises(ValueError):
         AgentkitMemoryBlock(memory=Fixed("f", []), k=0)
+
+
+class Reverse(BaseNodePostprocessor):
+    """Reorders without touching scores."""
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        return list(reversed(nodes))
+
+
+async def test_scores_change_only_where_the_postprocessor_set_one() -> None:
+    out = await PostprocessorReranker(Reverse())("refund", list(ITEMS), k=2)
+    assert out == [ITEMS[2], ITEMS[1]]  # the originals, None score included
+    assert out[0] is ITEMS[2]

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from agentkit_llamaindex import AgentkitEmbedding, AgentkitRetriever
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import QueryFusionRetriever, RouterRetriever
 from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
@@ -15,7 +16,6 @@ from llama_index.core.tools import RetrieverTool
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.state.memory import CompositeMemory, MemoryItem
-from agentkit_llamaindex import AgentkitEmbedding, AgentkitRetriever
 
 
 class TenantNotes:
@@ -58,7 +58,9 @@ def _notes(delay: float = 0.0) -> TenantNotes:
                 MemoryItem("acme has no score", "notes", None, {"topic": "misc"}, id="a3"),
             ],
             GLOBEX: [
-                MemoryItem("globex refunds are instant", "notes", 0.7, {"topic": "refund"}, id="g1"),
+                MemoryItem(
+                    "globex refunds are instant", "notes", 0.7, {"topic": "refund"}, id="g1"
+                ),
             ],
         },
         delay,
@@ -162,7 +164,10 @@ async def test_inside_query_fusion(mode: FUSION_MODES) -> None:
     fusion = QueryFusionRetriever(
         [acme, globex], mode=mode, num_queries=1, similarity_top_k=4, use_async=True
     )
-    for nodes in (await asyncio.to_thread(fusion.retrieve, "refunds"), await fusion.aretrieve("refunds")):
+    for nodes in (
+        await asyncio.to_thread(fusion.retrieve, "refunds"),
+        await fusion.aretrieve("refunds"),
+    ):
         ids = {n.node.node_id for n in nodes}
         assert ids == {"a1", "a2", "a3", "g1"}
     # fusion rewrote scores on its own copies; ours are untouched next time

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
 from llama_index.core import VectorStoreIndex
 from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
@@ -14,7 +15,6 @@ from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import StoreError
 from agentkit.state.memory import MemoryItem, VectorMemory
 from agentkit.vector import Chunk, HashingEmbedder, VectorPort
-from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
 
 ACME = Ctx(Scope("acme", "kb"))
 GLOBEX = Ctx(Scope("globex", "kb"))
@@ -71,9 +71,13 @@ async def test_where_is_pushed_down_and_rechecked() -> None:
     )
     hits = await port.search("refund", k=5, scope=ACME.scope, where={"lang": "en"})
     assert {c.id for _, c in hits} == {"a", "c"}
-    assert [c.id for _, c in await port.search("x", k=5, scope=ACME.scope, where={"tier": [2, 3]})] == ["b"]
+    assert [
+        c.id for _, c in await port.search("x", k=5, scope=ACME.scope, where={"tier": [2, 3]})
+    ] == ["b"]
     # bool values cannot be LlamaIndex filters: only the re-check applies them
-    assert [c.id for _, c in await port.search("x", k=5, scope=ACME.scope, where={"flag": True})] == ["c"]
+    assert [
+        c.id for _, c in await port.search("x", k=5, scope=ACME.scope, where={"flag": True})
+    ] == ["c"]
     scores = [s for s, _ in await port.search("refund policy", k=3, scope=ACME.scope)]
     assert all(type(s) is float for s in scores) and scores == sorted(scores, reverse=True)
     assert {c.id: dict(c.metadata) for _, c in hits}["a"] == {"lang": "en", "tier": 1}
@@ -124,9 +128,8 @@ async def test_a_store_that_cannot_filter_is_refused_for_scoped_use() -> None:
 
 
 async def test_index_retriever_source_keeps_port_written_tenant_nodes_apart() -> None:
-    from llama_index.core.schema import TextNode
-
     from agentkit_llamaindex import LlamaIndexMemory
+    from llama_index.core.schema import TextNode
 
     index = VectorStoreIndex([TextNode(id_="shared", text="shared refund policy")])
     kb = VectorMemory(LlamaIndexVectorPort(index), name="kb")
