@@ -1,0 +1,127 @@
+"""The main job on PostgreSQL: `agentkit-memory --store postgresql://... ingest/query/eval`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NOTES = FIXTURES / "notes"
+BEIR = FIXTURES / "beir_tiny"
+
+
+@pytest.fixture
+def db_url(pg_url: str) -> Iterator[str]:
+    """A database of its own, so the CLI's default collection starts empty."""
+    name = f"cli_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    info = conninfo_to_dict(pg_url)
+    auth = quote(str(info.get("user") or "postgres"), safe="")
+    if info.get("password"):
+        auth += ":" + quote(str(info["password"]), safe="")
+    host, port = info.get("host") or "127.0.0.1", info.get("port") or 5432
+    yield f"postgresql://{auth}@{host}:{port}/{name}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
+    env["AGENTKIT_EMBEDDER"] = "hashing"
+    return subprocess.run(
+        [sys.executable, "-m", "agentkit.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+def rows(url: str, table: str = "agentkit_chunks") -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
+        return int(row.fetchone()[0])  # type: ignore[index]
+
+
+def test_ingest_query_and_reingest_on_postgres(db_url: str, tmp_path: Path) -> None:
+    shutil.copytree(NOTES, tmp_path / "notes")
+    first = run("--store", db_url, "ingest", "notes", cwd=tmp_path)
+    ok(first)
+    assert rows(db_url) == 3
+    assert "3 written" in first.stderr
+
+    out = ok(run("--store", db_url, "query", "tomatoes need sunlight", "-k", "2", cwd=tmp_path))
+    header, top, *_ = out.strip().splitlines()
+    assert header.split()[:3] == ["rank", "score", "source(s)"]
+    assert "notes/gardening.txt#0" in top and "dense+lexical" in top
+
+    doc = json.loads(
+        ok(run("--store", db_url, "query", "keep tenants apart", "--json", cwd=tmp_path))
+    )
+    assert doc["results"][0]["path"] == "notes/tenancy.md"
+    assert doc["results"][0]["sources"] == ["dense", "lexical"]
+
+    for mode in ("--dense", "--lexical"):
+        doc = json.loads(
+            ok(run("--store", db_url, "query", "search operators", mode, "--json", cwd=tmp_path))
+        )
+        assert doc["results"][0]["path"] == "notes/fts_syntax.md"
+    syntax = run("--store", db_url, "query", 'NEAR( "AND * -x OR', "--lexical", cwd=tmp_path)
+    assert "fts_syntax.md" in ok(syntax)
+
+    again = run("--store", db_url, "ingest", "notes", cwd=tmp_path)
+    ok(again)
+    assert rows(db_url) == 3
+    assert "3 unchanged" in again.stderr and "0 written" in again.stderr
+
+
+def test_scopes_on_postgres(db_url: str, tmp_path: Path) -> None:
+    shutil.copytree(NOTES, tmp_path / "notes")
+    ok(run("--store", db_url, "--scope", "acme/support", "ingest", "notes", cwd=tmp_path))
+    acme = run("--store", db_url, "query", "tenants", "--scope", "acme/support", cwd=tmp_path)
+    assert "tenancy.md" in ok(acme)
+    other = run("--store", db_url, "query", "tenants", "--scope", "globex/support", cwd=tmp_path)
+    assert ok(other).strip() == "no results"
+
+
+def test_eval_on_postgres(db_url: str, tmp_path: Path) -> None:
+    out = ok(run("--store", db_url, "eval", str(BEIR), cwd=tmp_path))
+    lines = out.strip().splitlines()
+    assert lines[1].split() == ["mode", "nDCG@10", "recall@100", "ms/query"]
+    scores = {line.split()[0]: float(line.split()[1]) for line in lines[2:]}
+    assert set(scores) == {"dense", "lexical", "hybrid"}
+    assert scores["lexical"] > 0.8 and scores["hybrid"] > 0.8
+    assert rows(db_url) == 12
+
+
+def test_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
+    result = run(
+        "--store", "postgresql://nobody@127.0.0.1:1/none", "query", "x", cwd=tmp_path
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentkit-memory: error: ")
+    assert "cannot connect" in lines[0]
