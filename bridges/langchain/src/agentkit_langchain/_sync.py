@@ -25,6 +25,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import inspect
+import os
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
@@ -131,6 +132,17 @@ def _settle(task: asyncio.Task[T], done: concurrent.futures.Future[T]) -> None:
 
 _background = _Background()
 _MISS: Any = object()
+
+
+def _after_fork() -> None:
+    # A forked child has neither the loop thread nor the pool threads: start afresh.
+    global _background, _executor
+    _background = _Background()
+    _executor = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 class LoopMemo:
