@@ -15,6 +15,8 @@ from agentkit.vector import HashingEmbedder
 @pytest.fixture(autouse=True)
 def offline_settings() -> Iterator[None]:
     """Nothing may reach for OpenAI: both defaults are replaced for each test."""
+    saved = (Settings._llm, Settings._embed_model)  # the raw slots: the getters resolve OpenAI
     Settings.llm = MockLLM()
     Settings.embed_model = AgentkitEmbedding(HashingEmbedder(dim=256))
     yield
+    Settings._llm, Settings._embed_model = saved

@@ -167,3 +167,31 @@ async def test_k_is_validated_before_the_retriever_is_touched() -> None:
 async def test_result_is_cut_to_k_for_any_retriever() -> None:
     mem = LlamaIndexMemory(SleepyRetriever("x", 0))
     assert [i.id for i in await mem.query("q", k=2, ctx=Ctx())] == ["x-0", "x-1"]
+
+
+async def test_an_agentkit_retriever_round_trips_with_k_pushed_down() -> None:
+    from agentkit_llamaindex import AgentkitRetriever
+
+    from agentkit.state.memory import MemoryItem
+
+    class Five:
+        name = "five"
+
+        async def query(self, query: str, *, k: int, ctx: Ctx, where: object = None) -> list:
+            return [
+                MemoryItem(f"t{i}", "five", 1 - i / 10, {"i": i}, id=f"i{i}") for i in range(5)
+            ][:k]
+
+        async def write(self, items: object, *, ctx: Ctx) -> None:
+            return None
+
+    inner = AgentkitRetriever(Five(), k=2)
+    items = await LlamaIndexMemory(inner, name="outer").query("q", k=4, ctx=Ctx())
+    # k reached the inner retriever (4, not its own 2), and items come back as they were
+    assert [(i.id, i.source, i.score) for i in items] == [
+        ("i0", "five", 1.0),
+        ("i1", "five", 0.9),
+        ("i2", "five", 0.8),
+        ("i3", "five", 0.7),
+    ]
+    assert inner.k == 2

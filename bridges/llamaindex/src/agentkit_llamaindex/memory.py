@@ -19,6 +19,7 @@ from agentkit.vector.port import matches_where
 from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, where_filters
 from agentkit_llamaindex._runtime import run_blocking
 from agentkit_llamaindex.mapping import from_node
+from agentkit_llamaindex.retriever import AgentkitRetriever
 from agentkit_llamaindex.vectorstore import (
     CHUNK_KEY,
     DOMAIN_KEY,
@@ -94,6 +95,9 @@ def _per_call(r: BaseRetriever, k: int, where: dict[str, Any] | None) -> BaseRet
     """
     if type(r) is VectorIndexRetriever:
         return _vector_index_call(r, k, where)
+    if isinstance(r, AgentkitRetriever):
+        # Its own where and tenant stay as bound; only k is ours to set.
+        return r.bind(k=k if not where else k * OVERFETCH)
     if hasattr(r, "bm25") and isinstance(getattr(r, "corpus", None), list):
         call: BaseRetriever | None = _bm25_call(r, k, where)
         return call
