@@ -13,10 +13,12 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from agentkit.vector import HashingEmbedder
 from agentkit.vector.postgres import PostgresVectorStore
@@ -54,6 +56,34 @@ def drop_collection(url: str, collection: str) -> None:
         exists = conn.execute("SELECT to_regclass('agentkit_schema') IS NOT NULL").fetchone()
         if exists == (True,):
             conn.execute("DELETE FROM agentkit_schema WHERE collection = %s", (collection,))
+
+
+@pytest.fixture
+def db_url(pg_url: str) -> Iterator[str]:
+    """A database of its own (as a postgresql:// URL), dropped afterwards.
+
+    For code that picks its own table names (the CLI's default collection, LangChain's
+    and LlamaIndex's stores), so every test starts from an empty database.
+    """
+    name = f"db_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        with psycopg.connect(_with_db(pg_url, name), autocommit=True) as other:
+            other.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield _with_db(pg_url, name)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def _with_db(url: str, name: str) -> str:
+    info = conninfo_to_dict(url)
+    auth = quote(str(info.get("user") or "postgres"), safe="")
+    if info.get("password"):
+        auth += ":" + quote(str(info["password"]), safe="")
+    host, port = info.get("host") or "127.0.0.1", info.get("port") or 5432
+    return f"postgresql://{auth}@{host}:{port}/{name}"
 
 
 @pytest.fixture

@@ -7,37 +7,14 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
-import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NOTES = FIXTURES / "notes"
 BEIR = FIXTURES / "beir_tiny"
-
-
-@pytest.fixture
-def db_url(pg_url: str) -> Iterator[str]:
-    """A database of its own, so the CLI's default collection starts empty."""
-    name = f"cli_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    info = conninfo_to_dict(pg_url)
-    auth = quote(str(info.get("user") or "postgres"), safe="")
-    if info.get("password"):
-        auth += ":" + quote(str(info["password"]), safe="")
-    host, port = info.get("host") or "127.0.0.1", info.get("port") or 5432
-    yield f"postgresql://{auth}@{host}:{port}/{name}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
