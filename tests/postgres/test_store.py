@@ -337,3 +337,20 @@ async def test_bulk_upsert_with_rebuild_keeps_the_index_and_its_settings(
     assert await store.count(scope=GLOBEX) == 3
     hits = await store.search("bulk loaded text 7", k=1, scope=ACME, where={"i": 7})
     assert hits[0][1] == chunks[7]
+
+
+async def test_recorded_embedder_names_what_wrote_the_vectors(
+    store: PostgresVectorStore, pg_url: str, collection: str
+) -> None:
+    from agentkit.vector.postgres import embedder_name, recorded_embedder
+
+    assert await recorded_embedder(pg_url, collection) is None  # nothing there yet
+    await store.count()
+    assert await recorded_embedder(pg_url, collection) is None  # created, still empty
+    await store.upsert(DOCS[:1], scope=ACME)
+    assert await recorded_embedder(pg_url, collection) == (
+        embedder_name(HashingEmbedder(dim=64)),
+        64,
+    )
+    with pytest.raises(StoreError, match="cannot connect"):
+        await recorded_embedder("postgresql://nobody@127.0.0.1:1/none", collection)

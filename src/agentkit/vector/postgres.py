@@ -30,6 +30,7 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreEr
 from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector._pg_schema import SchemaInfo, ensure_schema
 from agentkit.vector._pg_sql import (
+    SCHEMA_TABLE,
     check_collection,
     check_ids,
     check_scope,
@@ -59,6 +60,41 @@ def embedder_name(embedder: object) -> str:
 
 def _redact(url: str) -> str:
     return re.sub(r"(//[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+async def recorded_embedder(
+    url: str, collection: str = "agentkit_chunks"
+) -> tuple[str, int] | None:
+    """(name, dim) of the embedder a collection's vectors were written with.
+
+    None when the collection is missing or holds no rows, so a command can pick its
+    embedder from the store before building one (as the CLI does for SQLite files).
+    """
+    name = check_collection(collection)
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to PostgreSQL at {_redact(url)}: {exc}") from exc
+    async with conn:
+        try:
+            cur = await conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+                (SCHEMA_TABLE, name),
+            )
+            ready = await cur.fetchone()
+            if not ready or not ready[0]:
+                return None
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT s.embedder, s.dim FROM {s} AS s"
+                    " WHERE s.collection = %s AND EXISTS (SELECT 1 FROM {t})"
+                ).format(s=sql.Identifier(SCHEMA_TABLE), t=sql.Identifier(name)),
+                (name,),
+            )
+            row = await cur.fetchone()
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot read the schema of {name!r}: {exc}") from exc
+    return None if row is None else (str(row[0]), int(row[1]))
 
 
 async def _configure(conn: _Conn) -> None:
