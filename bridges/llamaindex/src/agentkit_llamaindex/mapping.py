@@ -46,30 +46,43 @@ def _check_reserved(metadata: Iterable[str]) -> None:
             )
 
 
+def _check_item(item: object) -> None:
+    if not isinstance(item, MemoryItem):
+        raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
+
+
+def _node(item: MemoryItem, node_id: str | None) -> NodeWithScore:
+    # The hot path of every retrieve: kept to one dict copy and one validated model.
+    meta = item.metadata
+    if meta:
+        _check_reserved(meta)
+    stamped: dict[str, Any] = dict(meta)
+    stamped[SOURCE_KEY] = item.source
+    score = item.score
+    if score is not None:
+        stamped[SCORE_KEY] = score
+    if item.id is not None:
+        stamped[ID_KEY] = item.id
+    if node_id is None:
+        node_id = item.id if item.id is not None else _stable_id(item.source, item.content)
+    node = TextNode(
+        id_=node_id,
+        text=item.content,
+        metadata=stamped,
+        excluded_embed_metadata_keys=list(STAMP_KEYS),
+        excluded_llm_metadata_keys=list(STAMP_KEYS),
+    )
+    return NodeWithScore(node=node, score=score)
+
+
 def to_node(item: MemoryItem) -> NodeWithScore:
     """A fresh ``NodeWithScore(TextNode)`` for ``item``, stamped for an exact round trip.
 
     Fresh on every call because fusion retrievers overwrite ``score`` in place on the
     objects they are handed.
     """
-    if not isinstance(item, MemoryItem):
-        raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
-    meta = item.metadata
-    _check_reserved(meta)
-    stamped: dict[str, Any] = dict(meta)
-    stamped[SOURCE_KEY] = item.source
-    if item.score is not None:
-        stamped[SCORE_KEY] = item.score
-    if item.id is not None:
-        stamped[ID_KEY] = item.id
-    node = TextNode(
-        id_=item.id if item.id is not None else _stable_id(item.source, item.content),
-        text=item.content,
-        metadata=stamped,
-        excluded_embed_metadata_keys=list(STAMP_KEYS),
-        excluded_llm_metadata_keys=list(STAMP_KEYS),
-    )
-    return NodeWithScore(node=node, score=item.score)
+    _check_item(item)
+    return _node(item, None)
 
 
 def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
@@ -77,16 +90,17 @@ def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
     nodes: list[NodeWithScore] = []
     seen: set[str] = set()
     for item in items:
-        nws = to_node(item)
-        node_id = nws.node.node_id
+        _check_item(item)
+        node_id = item.id
+        if node_id is None:
+            node_id = _stable_id(item.source, item.content)
         if node_id in seen:
             n = 2
             while f"{node_id}{_DUP_SEP}{n}" in seen:
                 n += 1
             node_id = f"{node_id}{_DUP_SEP}{n}"
-            nws.node.id_ = node_id
         seen.add(node_id)
-        nodes.append(nws)
+        nodes.append(_node(item, node_id))
     return nodes
 
 

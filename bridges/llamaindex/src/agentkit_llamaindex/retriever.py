@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from agentkit.kernel import Ctx
+from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.state.memory import MemoryItem, MemorySource
 from agentkit.state.memory._validate import check_k, check_where
@@ -27,8 +27,11 @@ _RUN_PREFIX = uuid.uuid4().hex[:16]
 _run_numbers = itertools.count()
 
 
+_EMPTY_SCOPE = Scope()
+
+
 def _fresh_ctx() -> Ctx:
-    return Ctx(run_id=f"{_RUN_PREFIX}{next(_run_numbers):016x}")
+    return Ctx(_EMPTY_SCOPE, run_id=f"{_RUN_PREFIX}{next(_run_numbers):016x}")
 
 
 def _check_ctx(ctx: object) -> Ctx | None:
