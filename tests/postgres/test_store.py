@@ -354,3 +354,43 @@ async def test_recorded_embedder_names_what_wrote_the_vectors(
     )
     with pytest.raises(StoreError, match="cannot connect"):
         await recorded_embedder("postgresql://nobody@127.0.0.1:1/none", collection)
+
+
+async def test_a_store_follows_sequential_event_loops(
+    make_store: Callable[..., PostgresVectorStore],
+) -> None:
+    import asyncio
+    import threading
+
+    store = make_store()
+
+    async def write_and_count(i: int) -> int:
+        await store.upsert([Chunk(f"x{i}", f"loop {i}")], scope=ACME)
+        return await store.count(scope=ACME)
+
+    # Two asyncio.run calls, one after the other, as a script or notebook makes them.
+    first = await asyncio.to_thread(asyncio.run, write_and_count(1))
+    second = await asyncio.to_thread(asyncio.run, write_and_count(2))
+    assert (first, second) == (1, 2)
+
+    # A loop that is still running elsewhere keeps its pool: sharing it is refused.
+    ready, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        async def keep() -> None:
+            await store.count()
+            ready.set()
+            await asyncio.to_thread(release.wait)
+            await store.close()
+
+        asyncio.run(keep())
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        await asyncio.to_thread(ready.wait)
+        with pytest.raises(StoreError, match="another running event loop"):
+            await store.count()
+    finally:
+        release.set()
+        await asyncio.to_thread(holder.join)

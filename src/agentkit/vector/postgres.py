@@ -155,6 +155,7 @@ class PostgresVectorStore:
         self._pool: AsyncConnectionPool[_Conn] | None = None
         self._schema: SchemaInfo | None = None
         self._open_lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._table = sql.Identifier(self.collection)
         # hnsw.ef_search last set on each pooled connection (session-level setting).
@@ -165,7 +166,28 @@ class PostgresVectorStore:
 
     # -- lifecycle ---------------------------------------------------------------------
 
+    def _bind_loop(self) -> None:
+        """A pool belongs to one event loop; follow the caller to a new one when safe.
+
+        ``asyncio.run`` twice (scripts, notebooks) leaves the first loop closed: its pool
+        is abandoned and a fresh one opens on the new loop. A pool whose loop is still
+        running elsewhere cannot be shared, and saying so beats psycopg's errors.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        if self._loop is not None and not self._loop.is_closed() and self._pool is not None:
+            raise StoreError(
+                f"{self!r} is in use by another running event loop; psycopg pools cannot "
+                "cross loops, so open one store per event loop"
+            )
+        self._loop = loop
+        self._pool = None
+        self._open_lock = asyncio.Lock()
+        self._ef_by_conn = weakref.WeakKeyDictionary()
+
     async def _ready(self) -> AsyncConnectionPool[_Conn]:
+        self._bind_loop()
         if self._pool is not None:
             return self._pool
         async with self._open_lock:
@@ -218,6 +240,9 @@ class PostgresVectorStore:
 
     async def close(self) -> None:
         """Close the pool; the store cannot be used afterwards."""
+        if self._loop is not asyncio.get_running_loop():
+            self._closed = True  # the pool (if any) lives on a loop we cannot drive
+            return
         async with self._open_lock:
             self._closed = True
             pool, self._pool = self._pool, None
