@@ -5,8 +5,10 @@ tenant bucket; an HNSW index answers cosine search, a generated ``tsvector`` wit
 index answers word search, and ``jsonb`` metadata takes ``where`` as containment.
 
 Connections come from a psycopg ``AsyncConnectionPool`` opened on first use, so building
-the store costs nothing and a wrong URL fails at the first call with a StoreError. The
-pool belongs to the event loop that first used it.
+the store costs nothing and a wrong URL fails at the first call with a StoreError. A
+pool belongs to one event loop (see ``_bind_loop``). Every search is one round trip:
+``hnsw.ef_search`` is a session setting, re-sent only when a connection needs another
+value, and the query vector travels once, in binary.
 """
 
 from __future__ import annotations
@@ -107,9 +109,14 @@ class PostgresVectorStore:
     """A durable, multi-process VectorPort and LexicalPort on PostgreSQL.
 
     ``url`` is a libpq URL (``postgresql://user:pw@host:5432/db``). ``collection`` names
-    the table. ``ef_search`` raises the HNSW candidate list floor (each query uses at
-    least ``max(40, 2*k)``); ``hnsw_m`` / ``hnsw_ef_construction`` only matter when the
-    collection's index is first created.
+    the table. ``embedder=None`` opens an existing collection for words, counts, gets
+    and deletes only (no model needed); ``create=False`` refuses to create a missing
+    collection. The schema registry records the embedder's name and width: vector calls
+    with another embedder raise StoreError (an empty collection adopts the new one).
+
+    ``ef_search`` raises the HNSW candidate-list floor (each query uses at least
+    ``max(40, 2*k)``); ``hnsw_m`` / ``hnsw_ef_construction`` only matter when the
+    collection's index is first created. ``bulk_upsert`` is the initial-load path.
     """
 
     def __init__(
