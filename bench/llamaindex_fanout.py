@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from agentkit_llamaindex import AgentkitRetriever, LlamaIndexMemory
 from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever
+from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from agentkit.state.memory import CompositeMemory
@@ -84,7 +85,7 @@ def main() -> None:
     fusion = QueryFusionRetriever(
         list(retrievers),
         llm=MockLLM(),
-        mode="reciprocal_rerank",
+        mode=FUSION_MODES.RECIPROCAL_RANK,
         num_queries=1,
         use_async=True,
         similarity_top_k=10,
