@@ -48,12 +48,23 @@ def _ensure_user() -> pwd.struct_passwd:
         return pwd.getpwnam(SYSTEM_USER)
     except KeyError:
         pass
-    subprocess.run(
+    made = subprocess.run(
         ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SYSTEM_USER],
         check=False,
         capture_output=True,
+        text=True,
     )
-    return pwd.getpwnam(SYSTEM_USER)  # raises if useradd failed: say so loudly
+    try:
+        return pwd.getpwnam(SYSTEM_USER)
+    except KeyError:
+        pass
+    try:  # no useradd (minimal images): any unprivileged account will do
+        return pwd.getpwnam("nobody")
+    except KeyError:
+        raise RuntimeError(
+            f"running as root and could not create the {SYSTEM_USER!r} user for PostgreSQL: "
+            f"{made.stderr.strip() or made.returncode}"
+        ) from None
 
 
 @dataclass
