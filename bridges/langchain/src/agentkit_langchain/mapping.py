@@ -30,7 +30,8 @@ DOMAIN_KEY = "agentkit_domain_id"
 CHUNK_KEY = "agentkit_chunk_id"
 DEFAULT_SOURCE = "langchain"
 
-_FIELDS_SET = frozenset({"page_content", "metadata", "id"})
+_SEP = "\x00"
+_BOUNDARY_PREFIX = _SEP + RESERVED_PREFIX
 _new = object.__new__
 _set = object.__setattr__
 
@@ -41,34 +42,28 @@ def _fast_document(content: str, metadata: dict[str, Any], doc_id: str | None) -
     Every value is already the right type (MemoryItem validated it), and on the
     sync retriever path building documents is the largest cost the bridge adds.
     The result is checked equal to a validated Document at import time; if a
-    future LangChain or pydantic changes the layout, the slow constructor is used.
+    future LangChain or pydantic changes the layout, the validated path is used.
     """
     doc = _new(Document)
     _set(doc, "__dict__", {
         "id": doc_id, "metadata": metadata, "page_content": content, "type": "Document"
     })
-    _set(doc, "__pydantic_fields_set__", set(_FIELDS_SET))
+    _set(doc, "__pydantic_fields_set__", {"page_content", "metadata", "id"})
     _set(doc, "__pydantic_extra__", None)
     _set(doc, "__pydantic_private__", None)
     return doc
 
 
-def _slow_document(content: str, metadata: dict[str, Any], doc_id: str | None) -> Document:
-    return Document(page_content=content, metadata=metadata, id=doc_id)
-
-
-def _pick_builder() -> Any:
+def _fast_is_exact() -> bool:
     try:
-        probe = _fast_document("x", {"k": 1}, "i")
-        same = probe == _slow_document("x", {"k": 1}, "i") and probe.model_dump() == (
-            _slow_document("x", {"k": 1}, "i").model_dump()
-        )
+        fast = _fast_document("x", {"k": 1}, "i")
+        slow = Document(page_content="x", metadata={"k": 1}, id="i")
+        return fast == slow and fast.model_dump() == slow.model_dump()
     except Exception:
-        same = False
-    return _fast_document if same else _slow_document
+        return False
 
 
-_build = _pick_builder()
+_FAST = _fast_is_exact()
 
 
 def check_unreserved(metadata: Mapping[str, Any]) -> None:
@@ -87,16 +82,42 @@ def to_document(item: MemoryItem) -> Document:
     The id is copied into ``agentkit_id`` as well as ``Document.id`` because many
     compressors and filters rebuild documents and drop ``Document.id``.
     """
-    if not isinstance(item, MemoryItem):
-        raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
-    metadata = dict(item.metadata)
-    check_unreserved(metadata)
-    metadata[SOURCE_KEY] = item.source
-    if item.score is not None:
-        metadata[SCORE_KEY] = item.score
-    if item.id is not None:
-        metadata[ID_KEY] = item.id
-    return _build(item.content, metadata, item.id)  # type: ignore[no-any-return]
+    return to_documents([item])[0]
+
+
+def to_documents(items: list[MemoryItem]) -> list[Document]:
+    """``to_document`` for a whole result, in one tight loop (the sync hot path)."""
+    out: list[Document] = []
+    append = out.append
+    fast = _FAST
+    for item in items:
+        if type(item) is not MemoryItem and not isinstance(item, MemoryItem):
+            raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
+        metadata = dict(item.metadata)
+        # One C-level scan instead of a Python loop per key; a hit (or a key that
+        # merely contains the prefix) gets the exact check, which names the key.
+        if metadata and _BOUNDARY_PREFIX in _SEP + _SEP.join(metadata):
+            check_unreserved(metadata)
+        metadata[SOURCE_KEY] = item.source
+        score = item.score
+        if score is not None:
+            metadata[SCORE_KEY] = score
+        doc_id = item.id
+        if doc_id is not None:
+            metadata[ID_KEY] = doc_id
+        if fast:  # _fast_document, inlined: this loop is the sync path's hot spot
+            doc = _new(Document)
+            _set(doc, "__dict__", {
+                "id": doc_id, "metadata": metadata, "page_content": item.content,
+                "type": "Document",
+            })
+            _set(doc, "__pydantic_fields_set__", {"page_content", "metadata", "id"})
+            _set(doc, "__pydantic_extra__", None)
+            _set(doc, "__pydantic_private__", None)
+            append(doc)
+        else:
+            append(Document(page_content=item.content, metadata=metadata, id=doc_id))
+    return out
 
 
 def from_document(doc: Document, *, source: str | None = None) -> MemoryItem:

@@ -24,7 +24,7 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit_langchain import _sync
-from agentkit_langchain.mapping import to_document
+from agentkit_langchain.mapping import to_documents
 
 # Per-call keyword arguments the base class passes through on its own.
 _IGNORED_KWARGS = frozenset({"verbose"})
@@ -182,7 +182,8 @@ class AgentkitRetriever(BaseRetriever):
         def accept() -> bool:
             # A member failure logged by an inline attempt may have been caused by
             # the missing loop itself: let a real loop answer instead.
-            return not runs[-1].timeline.of("memory.source_failed")
+            timeline = runs[-1].timeline
+            return not len(timeline) or not timeline.of("memory.source_failed")
 
         items = _sync.run_sync(make, key=memory, context=context, accept=accept)
         if visible:
@@ -243,4 +244,4 @@ def _child_context(
 def _documents(items: list[MemoryItem], k: int) -> list[Document]:
     if len(items) > k:
         items = items[:k]
-    return [to_document(item) for item in items]
+    return to_documents(items)

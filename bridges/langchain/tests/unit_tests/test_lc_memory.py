@@ -69,7 +69,7 @@ class Sleepy(BaseRetriever):
     """A sync-only retriever with latency; records when it ran."""
 
     label: str
-    delay: float = 0.2
+    delay: float = 0.3
     spans: Any  # Any: pydantic would copy a list, and we read this one back
 
     def _get_relevant_documents(
@@ -164,9 +164,9 @@ async def test_sync_only_retriever_does_not_block_the_event_loop() -> None:
             ticks += 1
 
     task = asyncio.create_task(ticker())
-    await LangChainMemory(Sleepy(label="s", delay=0.2, spans=[])).query("q", k=1, ctx=Ctx())
+    await LangChainMemory(Sleepy(label="s", delay=0.3, spans=[])).query("q", k=1, ctx=Ctx())
     task.cancel()
-    assert ticks >= 10
+    assert ticks >= 5  # a blocked loop would tick 0 times; load may slow the rest
 
 
 async def test_documents_stamped_for_another_tenant_are_never_returned() -> None:
