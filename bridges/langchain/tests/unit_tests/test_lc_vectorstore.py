@@ -216,3 +216,27 @@ async def test_documents_already_in_the_store_are_the_unscoped_bucket() -> None:
 
 def _records(store: VectorStore) -> dict[str, Any]:
     return store.store if isinstance(store, InMemoryVectorStore) else store.rows  # type: ignore[attr-defined,no-any-return]
+
+
+def test_why_in_memory_vector_store_is_special_cased() -> None:
+    """LangChain's InMemoryVectorStore has no relevance-score function (langchain
+    issue #40502); its similarity_search_with_score is cosine, higher is better."""
+    store = InMemoryVectorStore(_embeddings())
+    store.add_texts(["alpha beta", "gamma delta"])
+    with pytest.raises(NotImplementedError):
+        store.similarity_search_with_relevance_scores("alpha", k=1)
+    scores = [s for _, s in store.similarity_search_with_score("alpha beta", k=2)]
+    assert scores[0] == pytest.approx(1.0, abs=1e-6) and scores[0] > scores[1]
+
+
+async def test_store_without_relevance_scores_needs_a_conversion() -> None:
+    class RawOnly(DictStore):
+        def _select_relevance_score_fn(self) -> Any:
+            raise NotImplementedError
+
+    with pytest.raises(RuntimeError, match="relevance_score_fn"):
+        await LangChainVectorPort(RawOnly(_embeddings())).search("x", k=1, scope=Scope())
+    port = LangChainVectorPort(RawOnly(_embeddings()), relevance_score_fn=lambda s: 1 - abs(1 - s))
+    await port.upsert([Chunk("1", "alpha beta"), Chunk("2", "gamma")], scope=ACME.scope)
+    hits = await port.search("alpha beta", k=2, scope=ACME.scope)
+    assert [c.id for _, c in hits] == ["1", "2"] and hits[0][0] > hits[1][0]
