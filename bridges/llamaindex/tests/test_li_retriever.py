@@ -77,19 +77,26 @@ def test_is_a_real_retriever_keeping_order_ids_scores_metadata() -> None:
 
 
 async def test_async_path_is_native() -> None:
-    src = _notes(delay=0.05)
+    src = _notes(delay=0.1)
     r = AgentkitRetriever(src, k=2, ctx=Ctx(ACME))
     beats = 0
+    done = asyncio.Event()
 
     async def heartbeat() -> None:
         nonlocal beats
-        for _ in range(8):
+        while not done.is_set():
             await asyncio.sleep(0.005)
             beats += 1
 
-    nodes, _ = await asyncio.gather(r.aretrieve("q"), heartbeat())
+    async def retrieve() -> list[Any]:
+        try:
+            return await r.aretrieve("q")
+        finally:
+            done.set()
+
+    nodes, _ = await asyncio.gather(retrieve(), heartbeat())
     assert [n.node.node_id for n in nodes] == ["a1", "a2"]
-    assert beats == 8  # the loop kept running while the memory was awaited
+    assert beats >= 3  # the loop kept running while the memory was awaited
 
 
 async def test_sync_retrieve_works_inside_a_running_loop() -> None:
