@@ -399,3 +399,26 @@ async def test_queries_run_concurrently_off_the_loop(db: Path) -> None:
         assert all(len(r) == 3 for r in results)
     finally:
         await store.close()
+
+
+async def test_common_words_do_not_change_the_lexical_ranking(db: Path) -> None:
+    words = ["apple", "banana", "cherry", "grape", "lemon", "mango", "peach", "plum"]
+    chunks = [
+        Chunk(f"d{i}", f"the {words[i % 8]} and the {words[(i * 3) % 8]} of the {i} garden")
+        for i in range(40)
+    ]
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder()) as store:
+        await store.upsert(chunks, scope=ACME)
+        query = "the apple of the garden and the plum"
+        ours = await store.lexical_search(query, k=10, scope=ACME)
+    with sqlite3.connect(db) as conn:
+        full = conn.execute(
+            "SELECT c.id, bm25(chunks_fts) FROM chunks_fts JOIN chunks c "
+            "ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? ORDER BY 2 LIMIT 10",
+            ('"the" OR "apple" OR "of" OR "garden" OR "and" OR "plum"',),
+        ).fetchall()
+    # Same documents in the same order; scores differ only by the ~1e-6 floor FTS5
+    # gives a term found in half the rows or more.
+    assert [c.id for _, c in ours] == [cid for cid, _ in full]
+    for (score, _), (_, rank) in zip(ours, full, strict=True):
+        assert score == pytest.approx(-rank, abs=1e-4)
