@@ -44,7 +44,9 @@ class LangChainVectorPort:
     is a UUID derived from (org, domain, chunk id), so two tenants may both write
     chunk ``"1"``. Searches push the scope (and ``where``) down as a filter and
     re-check every hit on the way out; the stamps never reach the chunks returned.
-    Records without stamps (written before agentkit) belong to the unscoped bucket.
+    Records without stamps (written before agentkit) belong to the unscoped bucket;
+    with a dict filter, which cannot say "key absent", an unscoped search makes a
+    second, unfiltered pass to find them.
 
     ``filter_style`` says how the store takes a filter: ``"callable"`` (LangChain's
     InMemoryVectorStore), ``"dict"`` (``{key: value}`` equality, as Chroma, PGVector
@@ -132,6 +134,15 @@ class LangChainVectorPort:
         fetch = k if complete else k * _OVERFETCH
         kwargs: dict[str, Any] = {} if store_filter is None else {"filter": store_filter}
         hits = await self._scored(query, fetch, kwargs)
+        if stamp == ("", "") and self._style not in ("callable", "none"):
+            # An equality filter cannot match records with no stamp at all (written
+            # before agentkit), yet they are the unscoped bucket: look again without
+            # the scope condition, over-fetched, and let the re-check below keep
+            # only unstamped records. Best effort when tenants crowd the top.
+            only = None if wanted is None else self._where_only(wanted)
+            legacy = {} if only is None else {"filter": only}
+            extra = await self._scored(query, k * _OVERFETCH, legacy)
+            hits = _merge_hits(hits, [(d, sc) for d, sc in extra if ORG_KEY not in d.metadata])
         out: list[tuple[float, Chunk]] = []
         for doc, score in hits:
             raw = doc.metadata
@@ -192,6 +203,18 @@ class LangChainVectorPort:
             return style(equality), complete
         return equality, complete
 
+    def _where_only(self, where: dict[str, Any]) -> Any:
+        """The store filter for ``where`` alone (scalar keys; the re-check does the rest)."""
+        equality = {
+            key: value
+            for key, value in where.items()
+            if not isinstance(value, (list, tuple, set, frozenset, dict))
+        }
+        style = self._style
+        if not equality:
+            return None
+        return style(equality) if callable(style) else equality
+
     async def _scored(
         self, query: str, k: int, kwargs: dict[str, Any]
     ) -> list[tuple[Document, float]]:
@@ -226,6 +249,20 @@ class LangChainVectorPort:
         existing = [doc.id for doc in found if doc.id]
         if existing:
             await store.adelete(ids=existing)
+
+
+def _merge_hits(
+    first: list[tuple[Document, float]], second: list[tuple[Document, float]]
+) -> list[tuple[Document, float]]:
+    """Two result lists as one, best first, each record once."""
+    seen: set[str] = set()
+    merged: list[tuple[Document, float]] = []
+    for doc, score in sorted([*first, *second], key=lambda hit: -float(hit[1])):
+        key = doc.id or doc.page_content
+        if key not in seen:
+            seen.add(key)
+            merged.append((doc, score))
+    return merged
 
 
 def store_id(scope: Scope, chunk_id: str) -> str:

@@ -240,3 +240,20 @@ async def test_store_without_relevance_scores_needs_a_conversion() -> None:
     await port.upsert([Chunk("1", "alpha beta"), Chunk("2", "gamma")], scope=ACME.scope)
     hits = await port.search("alpha beta", k=2, scope=ACME.scope)
     assert [c.id for _, c in hits] == ["1", "2"] and hits[0][0] > hits[1][0]
+
+
+async def test_unstamped_records_are_unscoped_in_a_dict_filter_store_too() -> None:
+    store = DictStore(_embeddings())
+    store.add_texts(["legacy onboarding guide"], metadatas=[{"team": "hr"}], ids=["old"])
+    mem = VectorMemory(LangChainVectorPort(store))
+    await mem.write([MemoryItem("acme onboarding guide", "x")], ctx=ACME)
+    await mem.write([MemoryItem("shared onboarding notes", "x")], ctx=Ctx())
+    unscoped = await mem.query("onboarding guide", k=5, ctx=Ctx())
+    assert sorted(i.content for i in unscoped) == [
+        "legacy onboarding guide",
+        "shared onboarding notes",
+    ]
+    assert [i.id for i in await mem.query("guide", k=5, ctx=Ctx(), where={"team": "hr"})] == ["old"]
+    assert [i.content for i in await mem.query("onboarding", k=5, ctx=ACME)] == [
+        "acme onboarding guide"
+    ]
