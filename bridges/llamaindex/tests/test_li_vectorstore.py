@@ -140,3 +140,24 @@ async def test_index_retriever_source_keeps_port_written_tenant_nodes_apart() ->
     assert {i.id for i in acme} == {"shared", "1"}
     assert {i.id for i in anon} == {"shared"}
     assert all(not k.startswith("agentkit_") for i in acme for k in i.metadata)
+
+
+async def test_concurrent_writes_and_searches_on_one_index() -> None:
+    import asyncio
+
+    port = _port()
+    await port.upsert([Chunk("seed", "seed text")], scope=ACME.scope)
+
+    async def write(i: int) -> None:
+        await port.upsert([Chunk(f"c{i % 5}", f"version {i} of chunk {i % 5}")], scope=ACME.scope)
+
+    async def search() -> list[tuple[float, Chunk]]:
+        return await port.search("chunk", k=10, scope=ACME.scope)
+
+    results = await asyncio.gather(*(write(i) for i in range(30)), *(search() for _ in range(30)))
+    for hits in results[30:]:
+        assert isinstance(hits, list)
+        ids = [c.id for _, c in hits]
+        assert len(ids) == len(set(ids))  # never a row seen twice mid-replace
+    final = await search()
+    assert sorted(c.id for _, c in final) == ["c0", "c1", "c2", "c3", "c4", "seed"]

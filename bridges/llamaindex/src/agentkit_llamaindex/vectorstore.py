@@ -9,7 +9,6 @@ tenants may both own a chunk "1" without touching each other's.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,7 +30,7 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreEr
 from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import Chunk, matches_where
 from agentkit_llamaindex._filters import has_empty_any_of, where_filters
-from agentkit_llamaindex._runtime import run_blocking
+from agentkit_llamaindex._runtime import ReadWriteLock, run_blocking
 from agentkit_llamaindex.mapping import RESERVED_PREFIX, STAMP_KEYS
 
 __all__ = ["LlamaIndexVectorPort"]
@@ -104,7 +103,7 @@ class LlamaIndexVectorPort:
                 f"index must be a llama_index VectorStoreIndex, got {type(index).__name__}"
             )
         self.index = index
-        self._lock = threading.Lock()  # delete-then-insert must not interleave
+        self._lock = ReadWriteLock()  # a search never sees a half-done replace
 
     @classmethod
     def from_vector_store(
@@ -169,12 +168,12 @@ class LlamaIndexVectorPort:
         )
 
     def _replace(self, nodes: list[TextNode]) -> None:
-        with self._lock:
+        with self._lock.write():
             self._delete(n.node_id for n in nodes)
             self.index.insert_nodes(nodes)
 
     def _delete_locked(self, node_ids: list[str]) -> None:
-        with self._lock:
+        with self._lock.write():
             self._delete(node_ids)
 
     def _delete(self, node_ids: Any) -> None:
@@ -250,7 +249,8 @@ class LlamaIndexVectorPort:
             callback_manager=index._callback_manager,
         )
         try:
-            return retriever.retrieve(query)
+            with self._lock.read():
+                return retriever.retrieve(query)
         except (NotImplementedError, ValueError) as exc:
             if "filter" in str(exc).lower():
                 raise StoreError(
