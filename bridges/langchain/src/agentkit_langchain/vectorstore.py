@@ -10,7 +10,7 @@ import inspect
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
@@ -220,7 +220,13 @@ class LangChainVectorPort:
     ) -> list[tuple[Document, float]]:
         store = self.vectorstore
         if self._in_memory:
-            return await store.asimilarity_search_with_score(query, k=k, **kwargs)
+            in_memory = cast(InMemoryVectorStore, store)
+            vector = await in_memory.embedding.aembed_query(query)
+            if not any(vector):
+                # A query with no features (empty, punctuation only) is similar to
+                # nothing; LangChain's cosine helper raises on the all-NaN row instead.
+                return []
+            return in_memory.similarity_search_with_score_by_vector(vector, k=k, **kwargs)
         if self._relevance is not None:
             raw = await store.asimilarity_search_with_score(query, k=k, **kwargs)
             fn = self._relevance

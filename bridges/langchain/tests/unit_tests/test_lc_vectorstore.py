@@ -257,3 +257,10 @@ async def test_unstamped_records_are_unscoped_in_a_dict_filter_store_too() -> No
     assert [i.content for i in await mem.query("onboarding", k=5, ctx=ACME)] == [
         "acme onboarding guide"
     ]
+
+
+async def test_a_query_with_no_features_finds_nothing_instead_of_crashing() -> None:
+    mem = VectorMemory(LangChainVectorPort(InMemoryVectorStore(_embeddings())))
+    await mem.write([MemoryItem("alpha", "x")], ctx=ACME)
+    for query in ("", "?!*()"):
+        assert await mem.query(query, k=3, ctx=ACME) == []
