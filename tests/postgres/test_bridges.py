@@ -142,18 +142,16 @@ async def test_existing_langchain_table_reads_as_memory(langchain_store: Any) ->
     assert got[0].source == "wiki" and got[0].metadata["source"] == "wiki/onboarding.md"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LangChainVectorPort's dict filter on PGVector requires agentkit_org_id == '', "
-    "so rows without agentkit stamps never reach the unscoped bucket its docstring "
-    "promises (needs an $exists/$or filter in bridges/langchain vectorstore.py)",
-)
 async def test_unstamped_langchain_rows_are_the_unscoped_bucket(langchain_store: Any) -> None:
     from langchain_core.documents import Document
 
+    # Rows LangChain wrote without agentkit's stamps are the unscoped bucket's, and
+    # only its: a tenant never sees them.
     await langchain_store.aadd_documents([Document("legacy onboarding guide")])
-    got = await _langchain_memory(langchain_store).query("onboarding guide", k=3, ctx=Ctx())
+    mem = _langchain_memory(langchain_store)
+    got = await mem.query("onboarding guide", k=3, ctx=Ctx())
     assert [i.content for i in got] == ["legacy onboarding guide"]
+    assert await mem.query("onboarding guide", k=3, ctx=ACME) == []
 
 
 async def test_existing_llamaindex_table_reads_as_memory(llamaindex_store: Any) -> None:
