@@ -200,3 +200,27 @@ async def test_an_agentkit_retriever_round_trips_with_k_pushed_down() -> None:
         ("i3", "five", 0.7),
     ]
     assert inner.k == 2
+
+
+async def test_top_k_is_pushed_into_a_copy_and_read_only_settings_are_tolerated() -> None:
+    class TopK(SleepyRetriever):
+        def __init__(self) -> None:
+            super().__init__("t", 0)
+            self.similarity_top_k = 1
+            self.asked: list[int] = []
+
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            self.asked.append(self.similarity_top_k)
+            return super()._retrieve(query_bundle)[: self.similarity_top_k]
+
+    class ReadOnly(SleepyRetriever):
+        @property
+        def similarity_top_k(self) -> int:
+            return 1
+
+    r = TopK()
+    assert len(await LlamaIndexMemory(r).query("q", k=3, ctx=Ctx())) == 3
+    assert r.asked == [3]  # a per-call copy was asked for k ...
+    assert r.similarity_top_k == 1  # ... and yours kept its setting
+    items = await LlamaIndexMemory(ReadOnly("ro", 0)).query("q", k=2, ctx=Ctx())
+    assert [i.id for i in items] == ["ro-0", "ro-1"]

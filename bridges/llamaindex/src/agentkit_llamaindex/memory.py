@@ -106,7 +106,10 @@ def _per_call(r: BaseRetriever, k: int, where: dict[str, Any] | None) -> BaseRet
         current = getattr(r, attr, None)
         if isinstance(current, int) and not isinstance(current, bool):
             clone = copy.copy(r)
-            setattr(clone, attr, top_k)
+            try:
+                setattr(clone, attr, top_k)
+            except (AttributeError, TypeError, ValueError):
+                continue  # read-only or validated: ask as configured, cut afterwards
             return clone
     return r
 
