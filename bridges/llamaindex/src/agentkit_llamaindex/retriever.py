@@ -50,6 +50,10 @@ class AgentkitRetriever(BaseRetriever):
 
     ``aretrieve`` awaits the memory on the caller's loop. ``retrieve`` works anywhere,
     inside a running loop too: see ``SyncRunner`` for how it stays cheap.
+
+    Scores pass through as the memory gave them, ``None`` included, so inside
+    ``QueryFusionRetriever`` use the ``simple`` or ``reciprocal_rerank`` modes: the
+    score-normalising ones fail on a ``None`` score.
     """
 
     def __init__(
