@@ -219,23 +219,34 @@ def test_a_second_process_reads_while_one_writes(tmp_path: Path) -> None:
     assert rows(tmp_path / ".agentkit" / "memory.db") == 3001
 
 
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["--store", "missing/none.db", "query", "x"], "no store"),
-        (["--store", "nothere.db", "query", "x"], "no store"),
-        (["--scope", "a", "query", "x"], "ORG/DOMAIN"),
-        (["--scope", "a/b/c", "ingest", "x.md"], "ORG/DOMAIN"),
-        (["ingest", "does-not-exist.md"], "no such file"),
-        (["ingest", "notes.pdf"], "no such file"),
-        (["query", "x", "-k", "0"], "positive integer"),
-        (["frobnicate"], "invalid choice"),
-        (["eval", "."], "corpus.jsonl"),
-        (["--hashing", "--model", "m", "query", "x"], "mutually exclusive"),
-    ],
-)
-def test_bad_input_is_one_line_and_non_zero(tmp_path: Path, args: list[str], needle: str) -> None:
-    assert needle in one_line_error(run(*args, cwd=tmp_path))
+BAD_INPUTS = [
+    (["--store", "missing/none.db", "query", "x"], "no store"),
+    (["--store", "nothere.db", "query", "x"], "no store"),
+    (["--scope", "a", "query", "x"], "ORG/DOMAIN"),
+    (["--scope", "a/b/c", "ingest", "x.md"], "ORG/DOMAIN"),
+    (["ingest", "does-not-exist.md"], "no such file"),
+    (["ingest", "notes.pdf"], "no such file"),
+    (["query", "x", "-k", "0"], "positive integer"),
+    (["frobnicate"], "invalid choice"),
+    (["eval", "."], "corpus.jsonl"),
+    (["--hashing", "--model", "m", "query", "x"], "mutually exclusive"),
+]
+
+
+def test_bad_input_is_one_line_and_non_zero(tmp_path: Path) -> None:
+    # All at once: each is its own process, and startup dominates.
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "agentkit.cli", *args], cwd=tmp_path, env=_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for args, _ in BAD_INPUTS
+    ]
+    for proc, (args, needle) in zip(procs, BAD_INPUTS, strict=True):
+        out, err = proc.communicate(timeout=120)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        assert needle in one_line_error(done), args
+    assert not (tmp_path / ".agentkit").exists()  # a failed read created nothing
 
 
 def test_unsupported_file_type_and_bad_model(tmp_path: Path) -> None:
