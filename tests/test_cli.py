@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -275,3 +276,24 @@ def test_mismatched_embedder_is_refused_clearly(workdir: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert "refusing to mix" in result.stderr
+
+
+def test_chunks_overlap_and_respect_word_boundaries() -> None:
+    from agentkit.cli._ingest import Doc, chunks_of, split_text
+
+    text = " ".join(f"Sentence number {i} ends here." for i in range(200))
+    pieces = split_text(text, 300, 60)
+    assert len(pieces) > 10
+    assert all(len(p) <= 300 for p in pieces)
+    for a, b in itertools.pairwise(pieces):
+        assert a.split()[-1].endswith(".")  # cut at a sentence end
+        assert b.split()[0] in a  # the next chunk starts inside the previous one
+    doc = Doc(key="/k", path="k.md", doc_id="k.md", title="K", text=text)
+    first, second = chunks_of(doc, 300, 60), chunks_of(doc, 300, 60)
+    assert [c.id for c in first] == [c.id for c in second]  # deterministic ids
+    assert len({c.id for c in first}) == len(first)
+    assert first[3].metadata == {
+        "path": "k.md", "doc_id": "k.md", "title": "K", "position": 3, "n_chunks": len(first)
+    }
+    assert split_text("   ", 300, 60) == []
+    assert split_text("short", 300, 60) == ["short"]
