@@ -95,7 +95,10 @@ def open_store(args: argparse.Namespace, *, create: bool, need_vectors: bool = T
     """An unopened store for ``args.store``; the caller enters it with ``async with``."""
     target: str = args.store
     if is_postgres(target):
-        embedder = make_embedder(args, None)
+        # The server records the embedder too and refuses a different one; without a
+        # local file to read it from, the flags (or the bundled MiniLM) decide.
+        lexical_only = not need_vectors and not args.hashing and args.model is None
+        embedder = None if lexical_only else make_embedder(args, None)
         try:
             import agentkit.vector as vector
 
@@ -105,7 +108,7 @@ def open_store(args: argparse.Namespace, *, create: bool, need_vectors: bool = T
                 "the PostgreSQL store is not available in this install "
                 f"({type(exc).__name__}: {exc}); try: pip install 'agentkit-memory[postgres]'"
             ) from None
-        return cls(target, embedder=embedder)
+        return cls(target, embedder=embedder, create=create)
     path = Path(target)
     if not create and not path.exists():
         raise StoreError(f"no store at {target!r} (run `agentkit-memory ingest` first, "
