@@ -20,10 +20,17 @@ Run: ``python bench/load.py``.
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread per search: the concurrency here is across queries, and BLAS's own
+# thread pool on top of that oversubscribes the cores (measured 30x slower per matvec
+# on a loaded 2-core box). Must be set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import asyncio
 import random
 import resource
-import statistics
 import sys
 import tempfile
 import time
