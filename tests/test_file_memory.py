@@ -70,10 +70,15 @@ async def test_path_prefix_is_a_directory_prefix() -> None:
     assert len(everything) == 3
 
 
-async def test_bad_where_is_an_error_never_ignored() -> None:
+async def test_where_keys_match_item_metadata_and_bad_values_are_errors() -> None:
     memory = await seeded()
-    with pytest.raises(InvalidArgument, match="tag"):
-        await memory.query("refund", k=3, ctx=Ctx(), where={"tag": "x"})
+    # A key files do not carry matches nothing: never ignored, never a crash in a fan-out.
+    assert await memory.query("refund", k=3, ctx=Ctx(), where={"tag": "x"}) == []
+    hits = await memory.query("refund", k=3, ctx=Ctx())
+    assert len(hits) >= 2
+    one = hits[-1].metadata["path"]
+    picked = await memory.query("refund", k=3, ctx=Ctx(), where={"path": one})
+    assert [i.metadata["path"] for i in picked] == [one]
     with pytest.raises(InvalidArgumentType, match="path_prefix"):
         await memory.query("refund", k=3, ctx=Ctx(), where={"path_prefix": 3})
     with pytest.raises(PathEscapeError):

@@ -107,9 +107,17 @@ async def test_where_role_keeps_matching_roles_and_skips_entries_without_one() -
     assert [i.content for i in await jm.query("", k=5, ctx=ctx())] == ["c", "b", "no role", "a"]
 
 
-async def test_unknown_where_keys_are_an_error_not_ignored() -> None:
-    with pytest.raises(InvalidArgument, match="topic"):
-        await memory().query("", k=5, ctx=ctx(), where={"topic": "x"})
+async def test_where_keys_the_entries_lack_match_nothing_rather_than_fail() -> None:
+    # A filter broadcast by a composite must neither be ignored nor break the fan-out.
+    assert await memory().query("", k=5, ctx=ctx(), where={"topic": "x"}) == []
+
+
+async def test_where_compares_any_entry_attribute() -> None:
+    events: MutationJournal[Event] = MutationJournal()
+    events.record(Event(101, "first"))
+    events.record(Event(102, "second"))
+    em = JournalMemory(events, render=lambda e: e.text)
+    assert [i.id for i in await em.query("", k=5, ctx=ctx(), where={"id": 101})] == ["101"]
 
 
 async def test_ids_come_from_the_entry_or_its_position() -> None:

@@ -14,6 +14,7 @@ from agentkit.state.files import InMemoryFiles, normalise_path
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items
 from agentkit.state.memory._validate import check_k, check_query, check_where
+from agentkit.vector.port import matches_where
 
 # Files read at once during a walk: enough to overlap disk latency on a
 # thread-backed store without flooding the default executor.
@@ -33,8 +34,9 @@ class FileMemory:
     has ``metadata={"path": p}`` and ``id=p``: the path is the file's key.
 
     ``where={"path_prefix": "/notes"}`` limits the walk to that directory (it
-    matches ``/notes/a.md``, not ``/notesX/a.md``); any other where key is an
-    error, because a filter must never be silently ignored.
+    matches ``/notes/a.md``, not ``/notesX/a.md``); every other key is matched
+    against the item metadata, so ``{"path": p}`` picks one file and an unknown
+    key matches nothing, like a vector store's filter would.
 
     A file that cannot be read as text (not UTF-8, too big, not a regular
     file, a symlink out of the root), a listing entry that is not a plain name,
@@ -66,11 +68,14 @@ class FileMemory:
         filters = check_where(where)
         ctx = check_ctx(ctx)
         prefix = _prefix(filters)
+        rest = {key: v for key, v in (filters or {}).items() if key != "path_prefix"}
         terms = query.lower().split()
         if not terms:
             return []
         scored: list[tuple[float, str, str]] = []
         for path, text in await self._walk(prefix, ctx):
+            if rest and not matches_where({"path": path}, rest):
+                continue
             lowered = text.lower()
             score = sum(lowered.count(term) for term in terms)
             if score:
@@ -174,12 +179,7 @@ class FileMemory:
 def _prefix(filters: dict[str, Any] | None) -> str:
     if not filters:
         return "/"
-    unknown = sorted(set(filters) - {"path_prefix"})
-    if unknown:
-        raise InvalidArgument(
-            f"where keys {unknown} are not supported by FileMemory; only 'path_prefix' is"
-        )
-    prefix = filters["path_prefix"]
+    prefix = filters.get("path_prefix", "/")
     if not isinstance(prefix, str):
         raise InvalidArgumentType(
             f"where['path_prefix'] must be a str, got {type(prefix).__name__}"

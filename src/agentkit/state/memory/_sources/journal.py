@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from agentkit.kernel.ctx import Ctx
-from agentkit.kernel.errors import InvalidArgument
 from agentkit.state.journal import MutationJournal
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items
@@ -27,11 +26,12 @@ class JournalMemory(Generic[T]):
     ``k`` most recent entries whose rendered text contains the query
     (case-insensitive; ``""`` matches all), newest first, score None. The
     filter runs before the cut, so an old match still surfaces when newer
-    entries do not match. ``where={"role": r}`` keeps entries whose ``role``
-    attribute equals ``r`` (a list means any of them); entries without one are
-    skipped. The id is the entry's own ``id`` attribute when it has one,
-    otherwise its position in the journal, which is stable because the journal
-    only appends.
+    entries do not match. ``where`` compares entry attributes, so
+    ``where={"role": r}`` keeps entries whose ``role`` equals ``r`` (a list means
+    any of them); an entry without the attribute never matches, which keeps a
+    filter broadcast across a composite from failing here. The id is the
+    entry's own ``id`` attribute when it has one, otherwise its position in the
+    journal, which is stable because the journal only appends.
     """
 
     journal: MutationJournal[T]
@@ -51,18 +51,13 @@ class JournalMemory(Generic[T]):
         k = check_k(k)
         filters = check_where(where)
         check_ctx(ctx)
-        if filters and set(filters) != {"role"}:
-            unknown = sorted(set(filters) - {"role"})
-            raise InvalidArgument(
-                f"where keys {unknown} are not supported by JournalMemory; only 'role' is"
-            )
         needle = query.lower()
         entries = self.journal.entries()
         out: list[MemoryItem] = []
         for index in range(len(entries) - 1, -1, -1):
             entry = entries[index]
             role = getattr(entry, "role", _MISSING)
-            if filters and (role is _MISSING or not matches_where({"role": role}, filters)):
+            if filters and not matches_where(_attributes(entry, filters), filters):
                 continue
             text = self.render(entry)
             if needle and needle not in text.lower():
@@ -86,3 +81,15 @@ class JournalMemory(Generic[T]):
         ``accepts_writes = False`` tells a composite this member did not commit.
         """
         check_items(items)
+
+
+def _attributes(entry: object, filters: dict[str, Any]) -> dict[str, Any]:
+    """The entry's values for the filtered keys; absent ones stay absent."""
+    if isinstance(entry, Mapping):
+        return {key: entry[key] for key in filters if key in entry}
+    found: dict[str, Any] = {}
+    for key in filters:
+        value = getattr(entry, key, _MISSING)
+        if value is not _MISSING:
+            found[key] = value
+    return found

@@ -14,8 +14,6 @@ from agentkit.state.memory._sources._args import check_ctx, check_items
 from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import matches_where
 
-_WHERE_KEYS = frozenset({"key"})
-
 
 @dataclass
 class ScratchpadMemory:
@@ -25,7 +23,8 @@ class ScratchpadMemory:
     ``str(value)``; ``""`` matches every entry. Results keep insertion order,
     carry ``metadata={"key": key}`` so a writer can address the entry, and have
     no score or id: a scratchpad neither ranks nor has stable record keys.
-    ``where={"key": ...}`` selects entries by key (a list means any of them).
+    ``where`` is matched against that metadata: ``where={"key": ...}`` selects
+    entries by key (a list means any of them); any other key matches nothing.
     """
 
     context: WorkingContext
@@ -43,11 +42,6 @@ class ScratchpadMemory:
         k = check_k(k)
         filters = check_where(where)
         check_ctx(ctx)
-        if filters and not filters.keys() <= _WHERE_KEYS:
-            unknown = sorted(filters.keys() - _WHERE_KEYS)
-            raise InvalidArgument(
-                f"where keys {unknown} are not supported by ScratchpadMemory; only 'key' is"
-            )
         needle = query.lower()
         out: list[MemoryItem] = []
         for key, value in list(self.context.scratchpad.items()):
