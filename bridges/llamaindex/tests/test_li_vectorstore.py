@@ -6,8 +6,9 @@ import dataclasses
 from typing import Any
 
 import pytest
-from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
+from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexMemory, LlamaIndexVectorPort
 from llama_index.core import VectorStoreIndex
+from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
@@ -128,8 +129,6 @@ async def test_a_store_that_cannot_filter_is_refused_for_scoped_use() -> None:
 
 
 async def test_index_retriever_source_keeps_port_written_tenant_nodes_apart() -> None:
-    from agentkit_llamaindex import LlamaIndexMemory
-    from llama_index.core.schema import TextNode
 
     index = VectorStoreIndex([TextNode(id_="shared", text="shared refund policy")])
     kb = VectorMemory(LlamaIndexVectorPort(index), name="kb")
@@ -161,3 +160,17 @@ async def test_concurrent_writes_and_searches_on_one_index() -> None:
         assert len(ids) == len(set(ids))  # never a row seen twice mid-replace
     final = await search()
     assert sorted(c.id for _, c in final) == ["c0", "c1", "c2", "c3", "c4", "seed"]
+
+
+# LlamaIndex's cosine warns on the zero vector of a featureless query; the port maps
+# that 0/0 to a 0.0 score.
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("query", ["", "?!*()\"'"])
+async def test_empty_and_featureless_queries_return_a_list(query: str) -> None:
+    index = VectorStoreIndex([TextNode(id_="n", text="some shared text")])
+    port = LlamaIndexVectorPort(index)
+    await port.upsert([Chunk("a", "alpha beta")], scope=ACME.scope)
+    hits = await port.search(query, k=3, scope=ACME.scope)
+    assert [c.id for _, c in hits] == ["a"] and all(s == s for s, _ in hits)  # no NaN
+    items = await LlamaIndexMemory(index.as_retriever()).query(query, k=3, ctx=Ctx())
+    assert [i.id for i in items] == ["n"]

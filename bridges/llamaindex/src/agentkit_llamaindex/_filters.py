@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from llama_index.core.schema import QueryBundle
 from llama_index.core.vector_stores.types import (
     FilterCondition,
     FilterOperator,
@@ -65,3 +66,12 @@ def merge_filters(
         return existing, False
     merged = MetadataFilters(filters=[*existing.filters, *extra], condition=FilterCondition.AND)
     return merged, True
+
+
+def query_bundle(query: str) -> QueryBundle:
+    """A bundle that still gets embedded when the query is empty.
+
+    LlamaIndex embeds nothing for ``""`` and its vector retriever then fails on a
+    missing embedding; an empty query is a valid agentkit query, so embed it as is.
+    """
+    return QueryBundle(query_str=query, custom_embedding_strs=[query] if not query else None)

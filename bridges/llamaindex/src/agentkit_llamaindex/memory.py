@@ -16,7 +16,12 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import matches_where
-from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, where_filters
+from agentkit_llamaindex._filters import (
+    has_empty_any_of,
+    merge_filters,
+    query_bundle,
+    where_filters,
+)
 from agentkit_llamaindex._runtime import run_blocking
 from agentkit_llamaindex.mapping import from_node
 from agentkit_llamaindex.retriever import AgentkitRetriever
@@ -181,10 +186,11 @@ class LlamaIndexMemory:
         if call is None:
             return []
         nodes: list[NodeWithScore]
+        bundle = query_bundle(query)
         if self._native:
-            nodes = await call.aretrieve(query)
+            nodes = await call.aretrieve(bundle)
         else:
-            nodes = await run_blocking(call.retrieve, query)
+            nodes = await run_blocking(call.retrieve, bundle)
         bucket = scope_bucket(ctx.scope)
         items: list[MemoryItem] = []
         for nws in nodes:

@@ -9,6 +9,7 @@ tenants may both own a chunk "1" without touching each other's.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,7 +30,7 @@ from agentkit.kernel import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import Chunk, matches_where
-from agentkit_llamaindex._filters import has_empty_any_of, where_filters
+from agentkit_llamaindex._filters import has_empty_any_of, query_bundle, where_filters
 from agentkit_llamaindex._runtime import ReadWriteLock, run_blocking
 from agentkit_llamaindex.mapping import RESERVED_PREFIX, STAMP_KEYS
 
@@ -228,7 +229,11 @@ class LlamaIndexVectorPort:
             if not isinstance(chunk_id, str) or not matches_where(meta, wanted):
                 continue
             text = nws.node.get_content(metadata_mode=MetadataMode.NONE)
+            # A query with no features (say, only punctuation) has a zero vector and
+            # cosine is 0/0: no evidence of similarity, so 0.0 rather than NaN.
             score = float(nws.score) if nws.score is not None else 0.0
+            if not math.isfinite(score):
+                score = 0.0
             out.append((score, Chunk(chunk_id, text, meta)))
             if len(out) == k:
                 break
@@ -250,7 +255,7 @@ class LlamaIndexVectorPort:
         )
         try:
             with self._lock.read():
-                return retriever.retrieve(query)
+                return retriever.retrieve(query_bundle(query))
         except (NotImplementedError, ValueError) as exc:
             if "filter" in str(exc).lower():
                 raise StoreError(
