@@ -114,6 +114,34 @@ for _i, _syntax in enumerate(
         return act
 
     CASES.append(Case(f"tsquery-syntax-{_i}", _same(), sane))
+
+
+def _scoped(scope: Scope, kind: str) -> Action:
+    async def act(store: PostgresVectorStore) -> Any:
+        mem = VectorMemory(store) if kind == "dense" else LexicalMemory(store)
+        try:
+            return await mem.query("alpha", k=50, ctx=Ctx(scope))
+        except InvalidArgument as exc:  # refusing a scope that cannot exist is fine too
+            assert "scope" in str(exc).lower(), exc
+            return []
+
+    return act
+
+
+def _nul_scope_ok(got: Any) -> None:
+    """Nothing can be stored under such a scope: empty answer, or a clear refusal."""
+    assert got == [], got
+
+
+CASES += [
+    Case(f"scope-{name}-{kind}", _scoped(scope, kind), _nul_scope_ok)
+    for kind in ("dense", "lexical")
+    for name, scope in (
+        ("sql", Scope("acme' OR '1'='1", "support")),
+        ("nul", Scope("acme\x00", "support")),
+        ("like", Scope("%", "%")),
+    )
+]
 CASES += [
     Case("meta-nested-deep", _upsert({"deep": _nested(100_000)}), (InvalidArgument, "JSON")),
     Case("meta-datetime", _upsert({"when": dt.datetime(2026, 1, 1)}), (InvalidArgument, "JSON")),
