@@ -613,6 +613,15 @@ CASES: list[Case] = [
         empty,
     ),
     Case(
+        "scope-nul",
+        _call(
+            lambda e: e.sources["lexical"].query(
+                "alpha", k=50, ctx=Ctx(Scope("acme\x00", "support"))
+            )
+        ),
+        empty,
+    ),
+    Case(
         "query-long-distinct-words",
         _query("lexical", " ".join(f"w{i}" for i in range(5000))),
         a_list_without_leaks,
