@@ -249,8 +249,6 @@ class SQLiteVectorStore:
         self._open_lock = threading.Lock()
         self._closed = False
         self._cache: dict[tuple[str, str], _ScopeIndex] = {}
-        self._df: dict[str, int] = {}  # token -> FTS5 document frequency, whole file
-        self._rows_total: int | None = None
         self._data_version = -1
 
     def __repr__(self) -> str:
@@ -500,8 +498,6 @@ class SQLiteVectorStore:
 
     def _forget(self) -> None:
         self._cache.clear()
-        self._df.clear()
-        self._rows_total = None
 
     def _index(self, bucket: tuple[str, str]) -> _ScopeIndex:
         index = self._cache.get(bucket)
@@ -572,8 +568,6 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
-        self._df.clear()
-        self._rows_total = None
         index = self._cache.get(bucket)
         if index is not None:
             for rowid, cid, meta, vector in done:
@@ -599,8 +593,6 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
-        self._df.clear()
-        self._rows_total = None
         index = self._cache.get(bucket)
         if index is not None:
             for cid in ids:
@@ -667,7 +659,7 @@ class SQLiteVectorStore:
         window until ``k`` survive or the ranking runs out.
         """
         self._sync_cache()
-        match = self._match(tokens)
+        match = " OR ".join(_phrase(t) for t in tokens)
         db = self._db()
         out: list[tuple[float, Chunk]] = []
         offset, window = 0, max(2 * k, 20)
@@ -706,35 +698,6 @@ class SQLiteVectorStore:
         except sqlite3.Error as exc:
             raise StoreError(f"lexical search on {str(self.path)!r} failed: {exc}") from exc
         return out
-
-    def _match(self, tokens: list[str]) -> str:
-        """The FTS5 query: the tokens that can move a score, quoted and OR-ed.
-
-        FTS5's bm25 clamps the idf of a term found in half the rows or more to 1e-6, so
-        such a term ("the", "of") changes no ranking but makes FTS5 score nearly every
-        row. Dropping it keeps the order and saves most of the time. Document
-        frequencies are cached until the next write (ours or another process's).
-        """
-        db = self._db()
-        if self._rows_total is None:
-            self._rows_total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
-        half = self._rows_total / 2
-        keep: list[str] = []
-        for token in tokens:
-            phrase = _phrase(token)
-            df = self._df.get(token)
-            if df is None:
-                df = int(
-                    db.execute(
-                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (phrase,)
-                    ).fetchone()[0]
-                )
-                if len(self._df) > 100_000:
-                    self._df.clear()
-                self._df[token] = df
-            if df < half:
-                keep.append(phrase)
-        return " OR ".join(keep or [_phrase(t) for t in tokens])
 
     def _get_sync(self, bucket: tuple[str, str], ids: list[str]) -> list[Chunk]:
         found: dict[str, Chunk] = {}
