@@ -131,7 +131,7 @@ async def test_composite_reports_the_lexical_half_as_refused(
         async def write(self, *a: object, **kw: object) -> None:
             raise RuntimeError("down")
 
-    hybrid = CompositeMemory([LexicalMemory(store), Failing()])  # type: ignore[list-item]
+    hybrid = CompositeMemory([LexicalMemory(store), Failing()])
     with pytest.raises(CompositeWriteError) as info:
         await hybrid.write([MemoryItem("x", "user")], ctx=ACME)
     assert info.value.refused == ["lexical"]

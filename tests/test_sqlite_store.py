@@ -134,7 +134,7 @@ async def test_a_batch_with_one_bad_item_lands_nothing(db: Path) -> None:
         with pytest.raises(InvalidArgument, match="not a str"):
             await store.upsert([Chunk("k", "x", {1: "int key"})], scope=ACME)  # type: ignore[dict-item]
         with pytest.raises(InvalidArgumentType):
-            await store.upsert([DOCS[0], "not a chunk"], scope=ACME)  # type: ignore[list-item]
+            await store.upsert([DOCS[0], "not a chunk"], scope=ACME)
     finally:
         await store.close()
 
@@ -203,9 +203,9 @@ async def test_bad_arguments_are_refused_by_name(db: Path) -> None:
         with pytest.raises(InvalidArgument, match="k"):
             await store.search("x", k=0, scope=ACME)
         with pytest.raises(InvalidArgumentType, match="scope"):
-            await store.search("x", k=1, scope=("acme", "support"))  # type: ignore[arg-type]
+            await store.search("x", k=1, scope=("acme", "support"))
         with pytest.raises(InvalidArgumentType, match="where"):
-            await store.lexical_search("x", k=1, scope=ACME, where=["kind"])  # type: ignore[arg-type]
+            await store.lexical_search("x", k=1, scope=ACME, where=["kind"])
         with pytest.raises(InvalidArgumentType, match="ids"):
             await store.delete("cat", scope=ACME)
 
