@@ -460,3 +460,34 @@ async def test_per_scope_factory_failure_is_retried_next_time() -> None:
         raise AssertionError("factory failure swallowed")
     assert await mem.query("x", k=1, ctx=ctx) == []
     assert attempts == 2
+
+
+# --- the bridges keep the scope in metadata: it must not be spoofable ---------------------
+
+
+async def test_bridge_scope_stamps_cannot_be_spoofed_by_where_or_metadata() -> None:
+    """A ``where`` naming the stamp keys cannot widen the scope, and a write cannot set them."""
+    emb = HashingEmbedder(dim=DIM)
+    ports: list[Any] = [
+        LangChainVectorPort(LCInMemoryVectorStore(AgentkitEmbeddings(emb))),
+        LlamaIndexVectorPort(VectorStoreIndex([], embed_model=AgentkitEmbedding(emb))),
+    ]
+    acme, globex = Ctx(TENANTS[0]), Ctx(TENANTS[2])
+    for port in ports:
+        mem = VectorMemory(port)
+        await mem.write([MemoryItem(f"private alpha {marker(2)}", "u")], ctx=globex)
+        await mem.write([MemoryItem(f"own alpha {marker(0)}", "u")], ctx=acme)
+        for where in (
+            {"agentkit_org_id": "globex"},
+            {"agentkit_org_id": ["acme", "globex"], "agentkit_domain_id": "support"},
+        ):
+            got = await mem.query("alpha", k=10, ctx=acme, where=where)
+            tenant_ok(got, 0)
+        spoof = Chunk("x", f"spoofed alpha {marker(0)}", {"agentkit_org_id": "globex"})
+        try:
+            await port.upsert([spoof], scope=acme.scope)
+        except ValueError as exc:  # InvalidArgument: the key is reserved
+            assert "reserved" in str(exc)
+        got = await mem.query("alpha", k=10, ctx=globex)
+        tenant_ok(got, 2)
+        assert len(got) == 1
