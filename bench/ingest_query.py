@@ -150,7 +150,7 @@ async def build_5k(corpus: Path) -> SQLiteVectorStore:
 
 
 async def build_100k(corpus: Path, n: int) -> SQLiteVectorStore:
-    store = SQLiteVectorStore(CACHE_DIR / "synthetic100k.db", embedder=SeededEmbedder())
+    store = SQLiteVectorStore(CACHE_DIR / f"synthetic{n}.db", embedder=SeededEmbedder())
     have = await store.count(scope=SYN_SCOPE)
     if have >= n:
         return store
@@ -211,7 +211,7 @@ async def main() -> int:
     lines += row(f"{n_small // 1000}k", lat5)
     lines += row(f"{n_big // 1000}k", lat100)
     print("\n".join(lines[-7:]))
-    for label, stats in (("5k", lat5), ("100k", lat100)):
+    for label, stats in ((f"{n_small // 1000}k", lat5), (f"{n_big // 1000}k", lat100)):
         for mode in MODES:
             for q in ("p50", "p99"):
                 results[f"latency_{label}_{mode}_{q}_ms"] = stats[mode][q]
