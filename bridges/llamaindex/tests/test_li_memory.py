@@ -6,12 +6,13 @@ import asyncio
 import itertools
 import threading
 import time
+from typing import Any
 
 import pytest
 from agentkit_llamaindex import LlamaIndexMemory
 from llama_index.core import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 from llama_index.retrievers.bm25 import BM25Retriever
 
 from agentkit.kernel import Ctx
@@ -26,7 +27,7 @@ DOCS = [
 ]
 
 
-def _nodes() -> list[TextNode]:
+def _nodes() -> list[BaseNode]:
     return [TextNode(id_=i, text=t, metadata=dict(m)) for i, t, m in DOCS]
 
 
@@ -75,7 +76,7 @@ async def test_vector_index_retriever_k_pushed_down_without_mutation() -> None:
     assert len(items) == 4
     assert all(i.source == "docs" and isinstance(i.score, float) for i in items)
     assert items == sorted(items, key=lambda i: -(i.score or 0))
-    assert user_retriever.similarity_top_k == 2  # yours is never touched
+    assert getattr(user_retriever, "similarity_top_k", None) == 2  # yours is never touched
     assert len(await mem.query("refund policy", k=1, ctx=Ctx())) == 1
 
 
@@ -163,7 +164,8 @@ async def test_sync_only_retrievers_fan_out_concurrently_without_blocking_the_lo
 async def test_k_is_validated_before_the_retriever_is_touched() -> None:
     r = SleepyRetriever("x", 0)
     mem = LlamaIndexMemory(r)
-    for bad in (0, -1, True, 1.5):
+    bads: tuple[Any, ...] = (0, -1, True, 1.5)
+    for bad in bads:
         with pytest.raises((ValueError, TypeError)):
             await mem.query("q", k=bad, ctx=Ctx())
     assert r.threads == []
@@ -182,7 +184,9 @@ async def test_an_agentkit_retriever_round_trips_with_k_pushed_down() -> None:
     class Five:
         name = "five"
 
-        async def query(self, query: str, *, k: int, ctx: Ctx, where: object = None) -> list:
+        async def query(
+            self, query: str, *, k: int, ctx: Ctx, where: object = None
+        ) -> list[MemoryItem]:
             return [
                 MemoryItem(f"t{i}", "five", 1 - i / 10, {"i": i}, id=f"i{i}") for i in range(5)
             ][:k]

@@ -11,7 +11,7 @@ NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "llamaindex-retri
 
 
 def test_migration_notebook_executes(tmp_path: Path) -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(NOTEBOOK, as_version=4)  # type: ignore[no-untyped-call]
     client = NotebookClient(
         nb,
         kernel_name="python3",

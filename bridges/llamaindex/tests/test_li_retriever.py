@@ -120,7 +120,7 @@ def test_ids_are_unique_within_a_result() -> None:
 
     nodes = AgentkitRetriever(Dupes({}), k=4).retrieve("q")
     assert len(nodes) == 2  # LlamaIndex would silently drop a repeated id
-    assert [n.node.text for n in nodes] == ["one", "two"]
+    assert [n.node.get_content() for n in nodes] == ["one", "two"]
 
 
 def test_tenants_via_ctx_and_bind() -> None:

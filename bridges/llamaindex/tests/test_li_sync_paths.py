@@ -11,6 +11,7 @@ import numpy as np
 from agentkit_llamaindex import AgentkitEmbedding, AgentkitRetriever, LlamaIndexMemory
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever, RouterRetriever
+from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.selectors import EmbeddingSingleSelector
 from llama_index.core.tools import RetrieverTool
@@ -71,12 +72,12 @@ def test_plain_sync_query_engine_fusion_and_router() -> None:
     assert ids == ["billing-0", "shipping-0", "billing-1"]
 
     r = AgentkitRetriever(stack, k=3)
-    for mode in ("simple", "reciprocal_rerank"):
+    for mode in (FUSION_MODES.SIMPLE, FUSION_MODES.RECIPROCAL_RANK):
         fusion = QueryFusionRetriever(
             [r, r.bind(k=1)],
             mode=mode,
             num_queries=1,
-            similarity_top_k=5,  # type: ignore[arg-type]
+            similarity_top_k=5,
         )
         assert {n.node.node_id for n in fusion.retrieve("q")} == {
             "billing-0",
