@@ -123,7 +123,7 @@ async def test_same_ids_in_every_tenant_never_cross(pg_url: str) -> None:
             for mem in (VectorMemory(store), LexicalMemory(store)):
                 got = await mem.query("alpha", k=100, ctx=Ctx(scope))
                 iso.tenant_ok(got, t)
-                assert sorted(i.id for i in got) == [str(i) for i in range(5)]
+                assert sorted(str(i.id) for i in got) == [str(i) for i in range(5)]
             assert await store.count(scope=scope) == 5
     finally:
         await harness.close()

@@ -413,7 +413,7 @@ CASES: list[Case] = [
     ),
     Case(
         "files-bytes-path",
-        _call(lambda e: e.files.view(b"/notes/a.md")),
+        _call(lambda e: e.files.view(b"/notes/a.md")),  # type: ignore[arg-type]
         raises(InvalidArgumentType, "path must be a str"),
     ),
     Case(
@@ -458,7 +458,7 @@ CASES: list[Case] = [
     ),
     Case(
         "files-non-str-text",
-        _call(lambda e: e.files.create("/n.md", 42)),
+        _call(lambda e: e.files.create("/n.md", 42)),  # type: ignore[arg-type]
         raises(InvalidArgumentType, "text must be a str"),
     ),
     # -- FileMemory over that tree --------------------------------------------------------

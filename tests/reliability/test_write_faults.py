@@ -32,7 +32,8 @@ from agentkit.state.memory import (
     files_per_scope,
 )
 from agentkit.state.memory._protocol import accepts_writes
-from agentkit.vector import HashingEmbedder, InMemoryVectorStore, SQLiteVectorStore
+from agentkit.vector import HashingEmbedder, InMemoryVectorStore
+from agentkit.vector.sqlite import SQLiteVectorStore
 
 CTX = Ctx(Scope("acme", "support"))
 KINDS = [
