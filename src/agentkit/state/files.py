@@ -193,8 +193,15 @@ class LocalFiles:
                 raise InvalidArgument(
                     f"file {norm!r} is {info.st_size} bytes, over max_bytes={self.max_bytes}"
                 )
-            # Read at most one byte past the cap, in case the file grew after fstat.
-            data = handle.read(-1 if self.max_bytes is None else self.max_bytes + 1)
+            # Size the read by what fstat saw, not by the cap, so a small file never
+            # reserves a cap-sized buffer; keep reading only if it grew meanwhile.
+            cap = self.max_bytes
+            if cap is None:
+                data = handle.read()
+            else:
+                data = handle.read(min(info.st_size, cap) + 1)
+                if len(data) > info.st_size:
+                    data += handle.read(max(0, cap + 1 - len(data)))
         if self.max_bytes is not None and len(data) > self.max_bytes:
             raise InvalidArgument(f"file {norm!r} is over max_bytes={self.max_bytes}")
         try:

@@ -157,8 +157,10 @@ class FileMemory:
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """Create one file per item, at ``metadata["path"]`` or ``/<sha1>.md``.
 
-        Every target path is checked before the first file is written, so a bad
-        path in the batch leaves the tree untouched.
+        Every target is read before the first file is written: that validates
+        each path through the backend (a symlink out of the root fails here) and
+        keeps what was there, so a write failing mid-batch is undone and the
+        tree is left as it was.
         """
         batch = check_items(items)
         check_ctx(ctx)
@@ -172,8 +174,39 @@ class FileMemory:
                     f"items[{i}].metadata['path'] must be a str, got {type(path).__name__}"
                 )
             targets.append((normalise_path(path), item.content))
-        for path, text in targets:
-            await self.files.create(path, text)
+        previous: dict[str, str | None] = {}
+        for path, _ in targets:
+            if path not in previous:
+                previous[path] = await _current(self.files, path)
+        written: list[str] = []
+        try:
+            for path, text in targets:
+                await self.files.create(path, text)
+                written.append(path)
+        except BaseException:
+            await _restore(self.files, written, previous)
+            raise
+
+
+async def _current(files: Any, path: str) -> str | None:
+    try:
+        text = await files.view(path)
+    except FileNotFoundError:
+        return None
+    return str(text)
+
+
+async def _restore(files: Any, written: list[str], previous: dict[str, str | None]) -> None:
+    """Best-effort undo of a half-written batch, newest first."""
+    for path in reversed(dict.fromkeys(written)):
+        old = previous[path]
+        try:
+            if old is None:
+                await files.delete(path)
+            else:
+                await files.create(path, old)
+        except Exception:
+            continue
 
 
 def _prefix(filters: dict[str, Any] | None) -> str:
