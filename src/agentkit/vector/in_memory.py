@@ -21,8 +21,9 @@ import numpy.typing as npt
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector.hashing import HashingEmbedder
-from agentkit.vector.port import Chunk, Embedder, matches_where
+from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 
 Matrix = npt.NDArray[np.float32]
 
@@ -249,61 +250,6 @@ def _copy(chunk: Chunk) -> Chunk:
     return Chunk(chunk.id, chunk.text, metadata)
 
 
-# agentkit.vector depends on the kernel only, so the argument checks the memory
-# sources share are restated here rather than imported from agentkit.state.
-def _check_query(query: object) -> str:
-    if not isinstance(query, str):
-        raise InvalidArgumentType(f"query must be a str, got {type(query).__name__}")
-    return query
-
-
-def _check_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise InvalidArgumentType(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise InvalidArgument(f"k must be >= 1, got {k}")
-    return k
-
-
-def _check_where(where: object) -> dict[str, Any] | None:
-    if where is None:
-        return None
-    if not isinstance(where, Mapping):
-        raise InvalidArgumentType(f"where must be a mapping or None, got {type(where).__name__}")
-    for key in where:
-        if not isinstance(key, str):
-            raise InvalidArgumentType(f"where keys must be str, got {type(key).__name__}")
-    return dict(where)
-
-
-def _check_scope(scope: object) -> Scope:
-    if not isinstance(scope, Scope):
-        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
-    return scope
-
-
-def _check_chunks(chunks: object) -> list[Chunk]:
-    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
-        raise InvalidArgumentType(
-            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
-        )
-    out = list(chunks)
-    for i, chunk in enumerate(out):
-        if not isinstance(chunk, Chunk):
-            raise InvalidArgumentType(f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}")
-    return out
-
-
-def _check_ids(ids: object) -> list[str]:
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
-        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
-    out = list(ids)
-    for i, cid in enumerate(out):
-        if not isinstance(cid, str):
-            raise InvalidArgumentType(f"ids[{i}] must be a str, got {type(cid).__name__}")
-    return out
-
-
 def _normalised(vectors: object, rows: int, dim: int, what: str) -> Matrix:
     """float32, C-contiguous, finite, unit rows (zero rows stay zero)."""
     try:
@@ -348,8 +294,8 @@ class InMemoryVectorStore:
 
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
         """Embed and insert, replacing any record with the same id in this scope."""
-        batch = _check_chunks(chunks)
-        _check_scope(scope)
+        batch = check_chunks(chunks)
+        check_scope(scope)
         if not batch:
             return
         stored = [_copy(c) for c in batch]
@@ -366,8 +312,8 @@ class InMemoryVectorStore:
         ``embedder``. Rows must be finite with width ``dim``; they are
         normalised here so cosine stays a plain dot product.
         """
-        batch = _check_chunks(chunks)
-        _check_scope(scope)
+        batch = check_chunks(chunks)
+        check_scope(scope)
         matrix = _normalised(vectors, len(batch), self.dim, "vectors")
         if not batch:
             return
@@ -389,10 +335,10 @@ class InMemoryVectorStore:
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
         """Top-k by cosine within ``scope``, best first; ``where`` masks rows first."""
-        query = _check_query(query)
-        k = _check_k(k)
-        filters = _check_where(where)
-        _check_scope(scope)
+        query = check_query(query)
+        k = check_k(k)
+        filters = check_where(where)
+        check_scope(scope)
         bucket = self._buckets.get(scope)
         if bucket is None or bucket.size() == 0:
             return []
@@ -404,8 +350,8 @@ class InMemoryVectorStore:
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         """Remove these ids from ``scope``; unknown ids are ignored."""
-        wanted = _check_ids(ids)
-        _check_scope(scope)
+        wanted = check_ids(ids)
+        check_scope(scope)
         bucket = self._buckets.get(scope)
         if bucket is not None and wanted:
             bucket.remove(wanted)
@@ -423,5 +369,5 @@ class InMemoryVectorStore:
         """Records in ``scope``, or in every bucket when ``scope`` is None."""
         if scope is None:
             return sum(b.size() for b in list(self._buckets.values()))
-        bucket = self._buckets.get(_check_scope(scope))
+        bucket = self._buckets.get(check_scope(scope))
         return 0 if bucket is None else bucket.size()

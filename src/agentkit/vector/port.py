@@ -102,3 +102,16 @@ class LexicalPort(Protocol):
         scope: Scope,
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]: ...
+
+
+def check_chunks(chunks: object) -> list[Chunk]:
+    """Materialise an upsert batch, refusing it whole if any element is not a Chunk."""
+    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
+        raise InvalidArgumentType(
+            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
+        )
+    out = list(chunks)
+    for i, chunk in enumerate(out):
+        if not isinstance(chunk, Chunk):
+            raise InvalidArgumentType(f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}")
+    return out

@@ -29,7 +29,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.state.memory._validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.vector._pg_schema import SchemaInfo, ensure_schema
 from agentkit.vector._pg_sql import (
     SCHEMA_TABLE,

@@ -16,8 +16,8 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStoreRetrieve
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
-from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import matches_where
 from agentkit_langchain import _sync
 from agentkit_langchain.mapping import (

@@ -9,8 +9,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import var_child_runnable_config
 
 from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.kernel.validate import check_k, check_query
 from agentkit.state.memory import MemoryItem
-from agentkit.state.memory._validate import check_k, check_query
 from agentkit_langchain.mapping import as_score, to_document
 
 # Which input a returned document stands for, when the compressor rebuilt it.

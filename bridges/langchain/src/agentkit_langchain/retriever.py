@@ -21,8 +21,8 @@ from pydantic import ConfigDict, field_validator, model_validator
 
 from agentkit.kernel.ctx import Ctx, Scope, Timeline
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
-from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit_langchain import _sync
 from agentkit_langchain.mapping import to_documents
 

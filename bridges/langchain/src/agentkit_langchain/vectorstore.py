@@ -17,8 +17,8 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.state.memory._validate import check_k, check_query, check_where
-from agentkit.vector.port import Chunk, matches_where
+from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
+from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_langchain.mapping import (
     CHUNK_KEY,
     DOMAIN_KEY,
@@ -90,7 +90,7 @@ class LangChainVectorPort:
 
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
         batch = _check_chunks(chunks)
-        scope = _check_scope(scope)
+        scope = check_scope(scope)
         if not batch:
             return
         self._refuse_unfiltered(scope)
@@ -127,7 +127,7 @@ class LangChainVectorPort:
         query = check_query(query)
         k = check_k(k)
         wanted = check_where(where) or None
-        scope = _check_scope(scope)
+        scope = check_scope(scope)
         self._refuse_unfiltered(scope)
         stamp = scope_stamp(scope)
         store_filter, complete = self._filter(stamp, wanted)
@@ -162,7 +162,7 @@ class LangChainVectorPort:
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         if isinstance(ids, str) or not isinstance(ids, Sequence):
             raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
-        scope = _check_scope(scope)
+        scope = check_scope(scope)
         wanted = [store_id(scope, _check_id(i)) for i in ids]
         if wanted:  # delete(None) or delete([]) means "everything" to some stores
             await self.vectorstore.adelete(ids=wanted)
@@ -298,12 +298,6 @@ def _resolve_style(
     return "none"
 
 
-def _check_scope(scope: object) -> Scope:
-    if not isinstance(scope, Scope):
-        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
-    return scope
-
-
 def _check_id(chunk_id: object) -> str:
     if not isinstance(chunk_id, str) or not chunk_id:
         raise InvalidArgumentType(f"ids must be non-empty str, got {chunk_id!r}")
@@ -311,13 +305,7 @@ def _check_id(chunk_id: object) -> str:
 
 
 def _check_chunks(chunks: object) -> list[Chunk]:
-    if isinstance(chunks, (str, bytes, Chunk)) or not isinstance(chunks, Sequence):
-        raise InvalidArgumentType(
-            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
-        )
-    batch = list(chunks)
-    for i, chunk in enumerate(batch):
-        if not isinstance(chunk, Chunk):
-            raise InvalidArgumentType(f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}")
+    batch = check_chunks(chunks)
+    for chunk in batch:
         check_unreserved(chunk.metadata)
     return batch

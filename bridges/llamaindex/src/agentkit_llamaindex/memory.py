@@ -13,8 +13,8 @@ from llama_index.core.schema import NodeWithScore
 
 from agentkit.kernel import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
-from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import matches_where
 from agentkit_llamaindex._filters import (
     has_empty_any_of,

@@ -9,8 +9,8 @@ from llama_index.core.bridge.pydantic import Field, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from agentkit.kernel import Ctx
+from agentkit.kernel.validate import check_k, check_where
 from agentkit.state.memory import MemoryItem, MemorySource, render_grounding
-from agentkit.state.memory._validate import check_k, check_where
 
 __all__ = ["AgentkitMemoryBlock"]
 

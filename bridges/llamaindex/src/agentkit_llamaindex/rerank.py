@@ -8,8 +8,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore
 
 from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.kernel.validate import check_k, check_query
 from agentkit.state.memory import MemoryItem
-from agentkit.state.memory._validate import check_k, check_query
 from agentkit_llamaindex._runtime import run_blocking
 from agentkit_llamaindex.mapping import from_node, to_nodes
 

@@ -13,8 +13,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.kernel.validate import check_k, check_where
 from agentkit.state.memory import MemoryItem, MemorySource
-from agentkit.state.memory._validate import check_k, check_where
 from agentkit_llamaindex._runtime import SyncRunner
 from agentkit_llamaindex.mapping import to_nodes
 

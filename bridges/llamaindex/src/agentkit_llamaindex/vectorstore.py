@@ -28,8 +28,8 @@ from llama_index.core.vector_stores.types import (
 
 from agentkit.kernel import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.state.memory._validate import check_k, check_query, check_where
-from agentkit.vector.port import Chunk, matches_where
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
+from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_llamaindex._filters import has_empty_any_of, query_bundle, where_filters
 from agentkit_llamaindex._runtime import ReadWriteLock, run_blocking
 from agentkit_llamaindex.mapping import RESERVED_PREFIX, STAMP_KEYS
@@ -58,14 +58,8 @@ def _node_id(bucket: tuple[str, str], chunk_id: str) -> str:
 
 
 def _check_chunks(chunks: object) -> list[Chunk]:
-    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
-        raise InvalidArgumentType(
-            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
-        )
-    out = list(chunks)
+    out = check_chunks(chunks)
     for chunk in out:
-        if not isinstance(chunk, Chunk):
-            raise InvalidArgumentType(f"chunks must hold Chunk, got {type(chunk).__name__}")
         for key in chunk.metadata:
             if not isinstance(key, str):
                 raise InvalidArgumentType(f"chunk metadata keys must be str, got {key!r}")
@@ -73,16 +67,6 @@ def _check_chunks(chunks: object) -> list[Chunk]:
                 raise InvalidArgument(
                     f"chunk {chunk.id!r}: metadata key {key!r} is reserved for the bridge"
                 )
-    return out
-
-
-def _check_ids(ids: object) -> list[str]:
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
-        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
-    out = list(ids)
-    for i in out:
-        if not isinstance(i, str):
-            raise InvalidArgumentType(f"ids must hold str, got {type(i).__name__}")
     return out
 
 
@@ -149,7 +133,7 @@ class LlamaIndexVectorPort:
         await run_blocking(self._replace, nodes)
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
-        wanted = _check_ids(ids)
+        wanted = check_ids(ids)
         bucket = scope_bucket(scope)
         if not wanted:
             return  # some stores read an empty id list as "everything"

@@ -25,11 +25,11 @@ from agentkit.kernel.errors import (
     InvalidArgument,
     InvalidArgumentType,
 )
+from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
 from agentkit.state.memory._frozen import FrozenDict
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, Reranker, accepts_writes
 from agentkit.state.memory._rerank import _SOURCE_RANKS, SourceRanks, score_sort_rerank
-from agentkit.state.memory._validate import check_choice, check_k, check_query, check_where
 
 DedupeMode = Literal["id", "content"]
 """How two pooled items are judged the same fact.

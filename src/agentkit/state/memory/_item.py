@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_score
 from agentkit.state.memory._frozen import FrozenDict
-from agentkit.state.memory._validate import check_score
 
 
 @dataclass(slots=True)

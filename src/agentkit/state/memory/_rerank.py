@@ -17,8 +17,8 @@ from contextvars import ContextVar
 from operator import attrgetter
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_k
 from agentkit.state.memory._item import MemoryItem
-from agentkit.state.memory._validate import check_k
 
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al.): damps the head."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import CompositeQueryError
+from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
 from agentkit.state.memory._composite import (
     _ON_ERROR,
     OnErrorPolicy,
@@ -18,7 +19,6 @@ from agentkit.state.memory._composite import (
 )
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
-from agentkit.state.memory._validate import check_choice, check_k, check_query, check_where
 
 
 @dataclass

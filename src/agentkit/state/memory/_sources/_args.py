@@ -1,19 +1,14 @@
-"""Checks the first-party sources share beyond _validate: ctx and write batches."""
+"""Checks the first-party sources share: ctx (from the kernel) and write batches."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.kernel.validate import check_ctx
 from agentkit.state.memory._item import MemoryItem
 
-
-def check_ctx(ctx: object) -> Ctx:
-    """A missing or wrong ctx would otherwise surface as an AttributeError on .scope."""
-    if not isinstance(ctx, Ctx):
-        raise InvalidArgumentType(f"ctx must be a Ctx, got {type(ctx).__name__}")
-    return ctx
+__all__ = ["check_ctx", "check_items"]
 
 
 def check_items(items: object) -> list[MemoryItem]:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.journal import MutationJournal
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items
-from agentkit.state.memory._validate import check_k, check_query, check_where
 from agentkit.vector.port import matches_where
 
 T = TypeVar("T")

@@ -17,12 +17,12 @@ from typing import Any
 
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation, StoreError
+from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.files import LocalFiles
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 from agentkit.state.memory._sources._args import check_ctx, check_items
 from agentkit.state.memory._sources.files import FileMemory
-from agentkit.state.memory._validate import check_k, check_query, check_where
 
 SourceFactory = Callable[[Scope], "MemorySource | Awaitable[MemorySource]"]
 

@@ -1,12 +1,17 @@
-"""Argument checks shared by every source, run before anything is touched."""
+"""Argument checks shared by every source, store and bridge, run before anything is touched.
+
+They live in the kernel so that agentkit.vector and the bridges can share them
+without importing agentkit.state.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 
 
@@ -55,3 +60,27 @@ def check_choice(name: str, value: object, allowed: tuple[object, ...]) -> None:
     """Policy strings are checked at construction so a typo fails where it is made."""
     if value not in allowed:
         raise InvalidArgument(f"unknown {name} {value!r}; expected one of {allowed!r}")
+
+
+def check_ctx(ctx: object) -> Ctx:
+    """A missing or wrong ctx would otherwise surface as an AttributeError on .scope."""
+    if not isinstance(ctx, Ctx):
+        raise InvalidArgumentType(f"ctx must be a Ctx, got {type(ctx).__name__}")
+    return ctx
+
+
+def check_scope(scope: object) -> Scope:
+    if not isinstance(scope, Scope):
+        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+    return scope
+
+
+def check_ids(ids: object) -> list[str]:
+    """A sequence of str ids; a bare str is refused (it would iterate as characters)."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
+    out = list(ids)
+    for i, cid in enumerate(out):
+        if not isinstance(cid, str):
+            raise InvalidArgumentType(f"ids[{i}] must be a str, got {type(cid).__name__}")
+    return out
