@@ -14,6 +14,8 @@ Rows:
 - hybrid, RRF constant 20: the same composite with a bench-local reranker that differs
   from rrf_rerank only in the rank constant (20 instead of 60), to show what that knob
   is worth; it is not what the CLI runs.
+- hybrid, lexical listed first: rrf_rerank unchanged, the halves listed the other way
+  round; RRF ties (one half's rank r against the other's rank r) go to the first-listed.
 - langchain EnsembleRetriever and llamaindex QueryFusionRetriever(reciprocal_rerank,
   num_queries=1, MockLLM): the SAME two halves, each wrapped by hand as a plain framework
   retriever returning the same 100 chunks with the same text, and fused by the framework.
@@ -169,6 +171,29 @@ def hybrid_rank_constant(store: Any, constant: int) -> Callable[[str], Awaitable
     return run
 
 
+def hybrid_lexical_first(store: Any) -> Callable[[str], Awaitable[list[str]]]:
+    """Our hybrid with the halves listed lexical-first: rrf_rerank breaks ties by order.
+
+    An item found only by dense at rank r and one found only by lexical at rank r tie
+    exactly under RRF; the stable sort keeps the first-listed source's item ahead. This
+    row shows what that order is worth on a corpus where lexical is the stronger half.
+    """
+    from agentkit.cli._hybrid import Traced
+    from agentkit.state.memory import CompositeMemory, rrf_rerank
+
+    memory = CompositeMemory(
+        [Traced(LexicalMemory(store, name="lexical"), DEPTH),
+         Traced(VectorMemory(store, name="dense"), DEPTH)],
+        reranker=rrf_rerank,
+    )
+
+    async def run(query: str) -> list[str]:
+        items = await memory.query(query, k=DEPTH, ctx=Ctx(SCOPE))
+        return _doc_ids([dict(i.metadata) for i in items])
+
+    return run
+
+
 async def score_peer(
     name: str, run: Callable[[str], Awaitable[list[str]]], data: _eval.Dataset, qids: list[str]
 ) -> _eval.Scores:
@@ -219,7 +244,9 @@ async def main() -> int:
         ]
         knob = await score_peer(f"hybrid, RRF constant {KNOB}",
                                 hybrid_rank_constant(store, KNOB), data, qids)
-    peers_and_knob = [*peers, knob]
+        order = await score_peer("hybrid, lexical listed first",
+                                 hybrid_lexical_first(store), data, qids)
+    peers_and_knob = [*peers, knob, order]
     rows = [*ours, *peers_and_knob]
     print()
     print(_eval.render(rows, data, 10, 100))
@@ -234,6 +261,7 @@ async def main() -> int:
     knob_ahead = all(knob.ndcg > p.ndcg for p in peers)
     print(f"  with RRF constant {KNOB}: {knob.ndcg:.4f}, "
           f"{'ahead of' if knob_ahead else 'not ahead of'} both peers at their defaults")
+    print(f"  with lexical listed first (ties go to lexical): {order.ndcg:.4f}")
     keys = {
         "lexical": "lexical",
         "dense": "dense",
@@ -241,6 +269,7 @@ async def main() -> int:
         "langchain EnsembleRetriever": "langchain_ensemble",
         "llamaindex QueryFusionRetriever": "llamaindex_fusion",
         f"hybrid, RRF constant {KNOB}": f"hybrid_rrf{KNOB}",
+        "hybrid, lexical listed first": "hybrid_lexical_first",
     }
     for s in rows:
         print(f"RESULT quality_{keys[s.mode]}_ndcg10={s.ndcg:.4f}")
