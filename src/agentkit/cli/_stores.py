@@ -37,7 +37,8 @@ def recorded_embedder(path: Path) -> tuple[str, int] | None:
     if not path.is_file():
         return None
     try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)) as conn:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        with closing(sqlite3.connect(uri, uri=True, timeout=30.0)) as conn:
             rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
     except sqlite3.Error:
