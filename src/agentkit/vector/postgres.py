@@ -531,7 +531,13 @@ class PostgresVectorStore:
         scope: Scope,
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
-        """Full-text search: any of the query's words, ranked by ts_rank_cd, best first."""
+        """Full-text search: any of the query's words, best first.
+
+        Ranked by ``ts_rank`` with length normalisation (flag 1). ``ts_rank_cd`` (cover
+        density) was tried first and ranks OR-queries poorly: nDCG@10 on SciFact's train
+        split went 0.40 -> 0.59 with this choice. Neither weighs words by rarity the way
+        BM25 does, so the SQLite store's FTS5 ranking stays ahead on long queries.
+        """
         query = check_query(query)
         k = check_k(k)
         flt = check_where(where)
@@ -542,7 +548,7 @@ class PostgresVectorStore:
         pool = await self._ready()
         clause, params, complete = where_clause(flt)
         stmt = sql.SQL(
-            "SELECT ts_rank_cd(tsv, q, 1) AS score, id, text, metadata"
+            "SELECT ts_rank(tsv, q, 1) AS score, id, text, metadata"
             " FROM {t}, to_tsquery('english'::regconfig, %(words)s) AS q"
             " WHERE org_id = %(org)s AND domain_id = %(dom)s AND tsv @@ q{w}"
             " ORDER BY score DESC, id LIMIT %(limit)s"
