@@ -39,7 +39,10 @@ def check_scope(scope: object) -> tuple[str, str]:
     """The two NOT NULL bucket columns; an unset id is stored as ''."""
     if not isinstance(scope, Scope):
         raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
-    return (scope.org_id or "", scope.domain_id or "")
+    bucket = (scope.org_id or "", scope.domain_id or "")
+    if "\x00" in bucket[0] or "\x00" in bucket[1]:
+        raise InvalidArgument(f"scope {scope!r}: PostgreSQL text cannot hold NUL characters")
+    return bucket
 
 
 def check_ids(ids: object) -> list[str]:
@@ -49,6 +52,8 @@ def check_ids(ids: object) -> list[str]:
     for i in ids:
         if not isinstance(i, str):
             raise InvalidArgumentType(f"ids must contain only str, got {type(i).__name__}")
+        if "\x00" in i:
+            continue  # no stored id can hold NUL, so this one names nothing
         out.append(i)
     return out
 
@@ -71,7 +76,7 @@ def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
             raise InvalidArgument(f"chunk {chunk.id!r}: PostgreSQL text cannot hold NUL characters")
         try:
             meta = json.dumps(dict(chunk.metadata), allow_nan=False, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidArgument(
                 f"chunk {chunk.id!r}: metadata must be JSON-serialisable ({exc})"
             ) from exc

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import re
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -58,6 +59,16 @@ def embedder_name(embedder: object) -> str:
     if isinstance(model, str) and model:
         return model
     return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
+
+
+# A LIMIT the server accepts (k may be any positive int) and pgvector's ef_search ceiling.
+_MAX_LIMIT = 2**31 - 1
+_MAX_EF_SEARCH = 1000
+
+
+def _finite(score: object) -> float:
+    value = float(score)  # type: ignore[arg-type]
+    return value if math.isfinite(value) else 0.0
 
 
 def _redact(url: str) -> str:
@@ -295,6 +306,8 @@ class PostgresVectorStore:
             raise StoreError(
                 f"embedder returned shape {vectors.shape}, expected {(len(texts), self.dim)}"
             )
+        if not np.isfinite(vectors).all():
+            raise StoreError("embedder returned non-finite values (NaN or infinity)")
         return vectors
 
     @contextlib.asynccontextmanager
@@ -495,16 +508,27 @@ class PostgresVectorStore:
         info, embedder = self._check_vectors("search")
         vector = (await self._embed(embedder, [query]))[0]
         clause, params, complete = where_clause(flt)
-        # The vector is sent once (named placeholders are reused) and in binary.
-        stmt = sql.SQL(
-            "SELECT 1 - (embedding <=> %(q)s) AS score, id, text, metadata FROM {t}"
-            " WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
-            " ORDER BY embedding <=> %(q)s LIMIT %(limit)s"
-        ).format(t=self._table, w=clause)
+        if not float(np.dot(vector, vector)) > 0.0:
+            # A zero query (empty text under a hashing embedder) has no direction: cosine
+            # is undefined, so every row scores 0.0, as in the in-memory store.
+            stmt = sql.SQL(
+                "SELECT 0.0::float8 AS score, id, text, metadata FROM {t}"
+                " WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
+                " ORDER BY id LIMIT %(limit)s"
+            ).format(t=self._table, w=clause)
+        else:
+            # The vector is sent once (named placeholders are reused) and in binary.
+            stmt = sql.SQL(
+                "SELECT 1 - (embedding <=> %(q)s) AS score, id, text, metadata FROM {t}"
+                " WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
+                " ORDER BY embedding <=> %(q)s LIMIT %(limit)s"
+            ).format(t=self._table, w=clause)
         base = {"q": vector, "org": org, "dom": dom, **params}
 
         async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
-            await self._set_ef_search(conn, max(self.ef_search, 40, 2 * limit), info)
+            # pgvector caps ef_search at 1000; beyond it the iterative scan keeps going.
+            ef = min(_MAX_EF_SEARCH, max(self.ef_search, 40, 2 * limit))
+            await self._set_ef_search(conn, ef, info)
             cur = await conn.execute(stmt, {**base, "limit": limit})
             return await cur.fetchall()
 
@@ -574,17 +598,17 @@ class PostgresVectorStore:
         A fully pushed-down filter needs one round; otherwise the limit grows until
         ``k`` rows survive or the bucket is exhausted.
         """
-        limit = k if complete else max(4 * k, 64)
+        limit = min(_MAX_LIMIT, k if complete else max(4 * k, 64))
         async with self._connection(pool) as conn:
             while True:
                 rows = await fetch(conn, limit)
                 out = [
-                    (float(score), Chunk(id=i, text=text, metadata=meta))
+                    (_finite(score), Chunk(id=i, text=text, metadata=meta))
                     for score, i, text, meta in rows
                     if matches_where(meta, flt)
                 ]
-                if len(out) >= k or len(rows) < limit:
+                if len(out) >= k or len(rows) < limit or limit >= _MAX_LIMIT:
                     break
-                limit *= 4
+                limit = min(_MAX_LIMIT, limit * 4)
         out.sort(key=lambda pair: (-pair[0], pair[1].id))
         return out[:k]
