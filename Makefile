@@ -43,7 +43,7 @@ bench: $(VENV)/.installed-test
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src bridges tests bench
-	$(BIN)/mypy
+	$(BIN)/mypy --strict src bridges/langchain/src bridges/llamaindex/src
 
 clean:
 	rm -rf $(VENV) .agentkit
