@@ -249,6 +249,8 @@ class SQLiteVectorStore:
         self._open_lock = threading.Lock()
         self._closed = False
         self._cache: dict[tuple[str, str], _ScopeIndex] = {}
+        self._df: dict[str, int] = {}  # token -> FTS5 document frequency, whole file
+        self._rows_total: int | None = None
         self._data_version = -1
 
     def __repr__(self) -> str:
@@ -498,6 +500,8 @@ class SQLiteVectorStore:
 
     def _forget(self) -> None:
         self._cache.clear()
+        self._df.clear()
+        self._rows_total = None
 
     def _index(self, bucket: tuple[str, str]) -> _ScopeIndex:
         index = self._cache.get(bucket)
@@ -568,6 +572,8 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
+        self._df.clear()
+        self._rows_total = None
         index = self._cache.get(bucket)
         if index is not None:
             for rowid, cid, meta, vector in done:
@@ -593,6 +599,8 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
+        self._df.clear()
+        self._rows_total = None
         index = self._cache.get(bucket)
         if index is not None:
             for cid in ids:
@@ -651,6 +659,49 @@ class SQLiteVectorStore:
     def _lexical_sync(
         self, bucket: tuple[str, str], tokens: list[str], k: int, where: dict[str, Any] | None
     ) -> list[tuple[float, Chunk]]:
+        """FTS5 bm25 over every query word, computed the cheap way when that is exact.
+
+        FTS5 floors the idf of a word found in half the rows or more at 1e-6, so such a
+        word ("the", "of") moves no score by more than ~1e-6 — yet it makes FTS5 score
+        nearly every row. The words that matter are tried first; when they alone yield
+        ``k`` results, those are the full query's top ``k``. When they do not, the full
+        query runs, because the rows matched only by common words still fill the tail
+        of the list (and hybrid fusion reads that tail).
+        """
+        self._sync_cache()
+        full = " OR ".join(_phrase(t) for t in tokens)
+        rare = self._rare(tokens)
+        if rare is not None and rare != full:
+            out = self._ranked(rare, bucket, k, where)
+            if len(out) >= k:
+                return out
+        return self._ranked(full, bucket, k, where)
+
+    def _rare(self, tokens: list[str]) -> str | None:
+        """The OR-query of the tokens found in fewer than half the rows, or None."""
+        db = self._db()
+        if self._rows_total is None:
+            self._rows_total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        keep: list[str] = []
+        for token in tokens:
+            df = self._df.get(token)
+            if df is None:
+                df = int(
+                    db.execute(
+                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                        (_phrase(token),),
+                    ).fetchone()[0]
+                )
+                if len(self._df) > 100_000:
+                    self._df.clear()
+                self._df[token] = df
+            if 2 * df < self._rows_total:
+                keep.append(_phrase(token))
+        return " OR ".join(keep) if keep else None
+
+    def _ranked(
+        self, match: str, bucket: tuple[str, str], k: int, where: dict[str, Any] | None
+    ) -> list[tuple[float, Chunk]]:
         """Rank in FTS5 alone, then read the scope's rows for the head of the ranking.
 
         Joining ``chunks`` inside the ranked query made SQLite fetch and sort every
@@ -658,8 +709,6 @@ class SQLiteVectorStore:
         faster. Rows of other scopes (or failing ``where``) are skipped, widening the
         window until ``k`` survive or the ranking runs out.
         """
-        self._sync_cache()
-        match = " OR ".join(_phrase(t) for t in tokens)
         db = self._db()
         out: list[tuple[float, Chunk]] = []
         offset, window = 0, max(2 * k, 20)
