@@ -35,7 +35,8 @@ import numpy.typing as npt
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.vector.port import Chunk, Embedder, matches_where
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 
 _T = TypeVar("_T")
 _SCHEMA_VERSION = "1"
@@ -99,44 +100,8 @@ def _phrase(token: str) -> str:
 
 
 def _bucket(scope: object) -> tuple[str, str]:
-    if not isinstance(scope, Scope):
-        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
-    return (scope.org_id or "", scope.domain_id or "")
-
-
-def _check_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise InvalidArgumentType(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise InvalidArgument(f"k must be >= 1, got {k}")
-    return k
-
-
-def _check_query(query: object) -> str:
-    if not isinstance(query, str):
-        raise InvalidArgumentType(f"query must be a str, got {type(query).__name__}")
-    return query
-
-
-def _check_where(where: object) -> dict[str, Any] | None:
-    if where is None:
-        return None
-    if not isinstance(where, Mapping):
-        raise InvalidArgumentType(f"where must be a mapping or None, got {type(where).__name__}")
-    for key in where:
-        if not isinstance(key, str):
-            raise InvalidArgumentType(f"where keys must be str, got {type(key).__name__}")
-    return dict(where)
-
-
-def _check_ids(ids: object) -> list[str]:
-    if isinstance(ids, str) or not isinstance(ids, Sequence):
-        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
-    out = list(ids)
-    for i, value in enumerate(out):
-        if not isinstance(value, str):
-            raise InvalidArgumentType(f"ids[{i}] must be a str, got {type(value).__name__}")
-    return out
+    checked = check_scope(scope)
+    return (checked.org_id or "", checked.domain_id or "")
 
 
 def _encode_metadata(chunk: Chunk) -> str:
@@ -304,18 +269,7 @@ class SQLiteVectorStore:
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
         """Insert or replace by (scope, id); all of ``chunks`` land or none do."""
         bucket = _bucket(scope)
-        if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
-            raise InvalidArgumentType(
-                f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
-            )
-        batch = list(chunks)
-        rows: list[tuple[Chunk, str]] = []
-        for i, chunk in enumerate(batch):
-            if not isinstance(chunk, Chunk):
-                raise InvalidArgumentType(
-                    f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}"
-                )
-            rows.append((chunk, _encode_metadata(chunk)))
+        rows = [(chunk, _encode_metadata(chunk)) for chunk in check_chunks(chunks)]
         if not rows:
             return
         embedder = self._need_embedder("upsert")
@@ -352,10 +306,10 @@ class SQLiteVectorStore:
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
         """Cosine similarity over the scope's vectors, best first."""
-        query = _check_query(query)
-        k = _check_k(k)
+        query = check_query(query)
+        k = check_k(k)
         bucket = _bucket(scope)
-        flt = _check_where(where)
+        flt = check_where(where)
         embedder = self._need_embedder("search")
         vector = np.asarray(await embedder.embed([query]), dtype=np.float32).reshape(-1)
         return await self._run(self._search_sync, bucket, vector, k, flt)
@@ -369,10 +323,10 @@ class SQLiteVectorStore:
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
         """FTS5 bm25 over the scope's chunks; score is ``-bm25`` (higher is better)."""
-        query = _check_query(query)
-        k = _check_k(k)
+        query = check_query(query)
+        k = check_k(k)
         bucket = _bucket(scope)
-        flt = _check_where(where)
+        flt = check_where(where)
         tokens = query_tokens(query)
         if not tokens:
             return []
@@ -381,14 +335,14 @@ class SQLiteVectorStore:
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         """Remove ``ids`` from the scope's bucket; unknown ids are ignored."""
         bucket = _bucket(scope)
-        wanted = _check_ids(ids)
+        wanted = check_ids(ids)
         if wanted:
             await self._run(self._delete_sync, bucket, wanted)
 
     async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
         """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
         bucket = _bucket(scope)
-        wanted = _check_ids(ids)
+        wanted = check_ids(ids)
         if not wanted:
             return []
         return await self._run(self._get_sync, bucket, wanted)
