@@ -28,6 +28,7 @@ from agentkit.vector.port import Chunk
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 BEIR_NAMES = ("corpus.jsonl", "corpus.jsonl.gz")
 _SKIP_DIRS = {"node_modules", "__pycache__"}
+MAX_TEXT_BYTES = 64 * 1024 * 1024  # one .txt/.md document; larger is refused, not truncated
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +92,15 @@ def plan(paths: Iterable[str]) -> list[tuple[str, Path]]:
                 out.append(("beir", corpus))
                 continue
             found = sorted(_walk(path))
+            for f in found:
+                _check_size(f)
             if not found:
                 raise InvalidArgument(f"no .txt or .md files under {raw!r}")
             out.extend(("text", f) for f in found)
         elif path.name.endswith((".jsonl", ".jsonl.gz")):
             out.append(("beir", path))
         elif path.suffix.lower() in TEXT_SUFFIXES:
+            _check_size(path)
             out.append(("text", path))
         else:
             raise InvalidArgument(
@@ -107,11 +111,26 @@ def plan(paths: Iterable[str]) -> list[tuple[str, Path]]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
+    """Text files under ``root``; a symlink whose target lies outside ``root`` is skipped,
+    so ingesting a folder never pulls in a file from elsewhere."""
+    top = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS]
         for name in filenames:
             if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
-                yield Path(dirpath) / name
+                candidate = Path(dirpath) / name
+                real = candidate.resolve()
+                if real.is_file() and real.is_relative_to(top):
+                    yield candidate
+
+
+def _check_size(path: Path) -> None:
+    size = path.stat().st_size
+    if size > MAX_TEXT_BYTES:
+        raise InvalidArgument(
+            f"{str(path)!r} is too large to ingest as one document ({size} bytes; "
+            f"the limit is {MAX_TEXT_BYTES})"
+        )
 
 
 def _display(path: Path) -> str:
@@ -194,7 +213,8 @@ def beir_text(title: str, body: str) -> str:
 
 
 def count_beir(corpus: Path) -> int:
-    return sum(1 for line in _open_lines(corpus) if line.strip())
+    """Records in a BEIR corpus; a malformed line fails here, before anything is written."""
+    return sum(1 for _ in read_beir(corpus))
 
 
 # --- chunking ----------------------------------------------------------------------
@@ -280,13 +300,15 @@ async def ingest(
         raise InvalidArgument(f"--overlap ({overlap}) must be smaller than --chunk-size ({size})")
     jobs = plan(paths)
     stats = IngestStats(sources=[str(p) for _, p in jobs])
+    # Read and check everything first, so a bad file refuses the whole ingest untouched.
+    texts = {p: read_text_doc(p) for kind, p in jobs if kind == "text"}
     total = sum(count_beir(p) if kind == "beir" else 1 for kind, p in jobs)
     started = time.monotonic()
     bar = Progress(total, "ingest", enabled=progress)
     pending: list[tuple[Doc, list[Chunk]]] = []
     pending_chunks = 0
     try:
-        for doc in _docs(jobs):
+        for doc in _docs(jobs, texts):
             chunks = chunks_of(doc, size, overlap)
             pending.append((doc, chunks))
             pending_chunks += len(chunks)
@@ -303,12 +325,12 @@ async def ingest(
     return stats
 
 
-def _docs(jobs: list[tuple[str, Path]]) -> Iterator[Doc]:
+def _docs(jobs: list[tuple[str, Path]], texts: dict[Path, Doc]) -> Iterator[Doc]:
     for kind, path in jobs:
         if kind == "beir":
             yield from read_beir(path)
         else:
-            yield read_text_doc(path)
+            yield texts[path]
 
 
 async def _flush(

@@ -40,6 +40,7 @@ from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 
 _T = TypeVar("_T")
 _SCHEMA_VERSION = "1"
+_MAX_WINDOW = 1 << 30
 # unicode61 splits on anything that is not a letter, digit or private-use char; \w
 # additionally keeps "_", which FTS5 then splits inside the quoted phrase. Either way no
 # query text can reach FTS5 as syntax.
@@ -115,7 +116,7 @@ def _encode_metadata(chunk: Chunk) -> str:
             )
         try:
             json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidArgument(
                 f"chunk {chunk.id!r}: metadata[{key!r}] is not JSON-serialisable "
                 f"({type(value).__name__}: {exc})"
@@ -264,6 +265,21 @@ class SQLiteVectorStore:
         await self.open()
         return await asyncio.wrap_future(self._pool.submit(fn, *args))
 
+    async def _write(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run a write; if the caller gives up (cancel, timeout) before COMMIT, roll back.
+
+        The worker thread cannot be interrupted, so it is told instead: a write whose
+        caller was cancelled must not land later while the caller reports it failed.
+        """
+        await self.open()
+        abandoned = threading.Event()
+        future = self._pool.submit(fn, *args, abandoned)
+        try:
+            await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+
     # -- the ports -------------------------------------------------------------------
 
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
@@ -295,7 +311,7 @@ class SQLiteVectorStore:
                 vector = fresh[j]
                 j += 1
             writes.append((chunk.id, chunk.text, meta, vector))
-        await self._run(self._upsert_sync, bucket, writes)
+        await self._write(self._upsert_sync, bucket, writes)
 
     async def search(
         self,
@@ -337,7 +353,7 @@ class SQLiteVectorStore:
         bucket = _bucket(scope)
         wanted = check_ids(ids)
         if wanted:
-            await self._run(self._delete_sync, bucket, wanted)
+            await self._write(self._delete_sync, bucket, wanted)
 
     async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
         """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
@@ -501,7 +517,10 @@ class SQLiteVectorStore:
         return out
 
     def _upsert_sync(
-        self, bucket: tuple[str, str], writes: list[tuple[str, str, str, npt.NDArray[np.float32]]]
+        self,
+        bucket: tuple[str, str],
+        writes: list[tuple[str, str, str, npt.NDArray[np.float32]]],
+        abandoned: threading.Event | None = None,
     ) -> None:
         db = self._db()
         self._sync_cache()
@@ -518,7 +537,7 @@ class SQLiteVectorStore:
                     (*bucket, cid, text, meta, vector.astype(np.float32).tobytes()),
                 ).fetchone()
                 done.append((int(row[0]), cid, meta, vector))
-            db.execute("COMMIT")
+            _commit_unless(db, abandoned)
         except sqlite3.Error as exc:
             _rollback(db)
             raise StoreError(f"upsert into {str(self.path)!r} failed, nothing written: {exc}") \
@@ -534,7 +553,9 @@ class SQLiteVectorStore:
                 index.put(rowid, cid, meta, vector)
         self._data_version = self._current_version()
 
-    def _delete_sync(self, bucket: tuple[str, str], ids: list[str]) -> None:
+    def _delete_sync(
+        self, bucket: tuple[str, str], ids: list[str], abandoned: threading.Event | None = None
+    ) -> None:
         db = self._db()
         self._sync_cache()
         db.execute("BEGIN IMMEDIATE")
@@ -545,7 +566,7 @@ class SQLiteVectorStore:
                     f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
                     (*bucket, *part),
                 )
-            db.execute("COMMIT")
+            _commit_unless(db, abandoned)
         except sqlite3.Error as exc:
             _rollback(db)
             raise StoreError(f"delete from {str(self.path)!r} failed, nothing removed: {exc}") \
@@ -665,7 +686,8 @@ class SQLiteVectorStore:
         """
         db = self._db()
         out: list[tuple[float, Chunk]] = []
-        offset, window = 0, max(2 * k, 20)
+        # SQLite integers are 64-bit: a huge k must not overflow LIMIT.
+        offset, window = 0, min(max(2 * k, 20), _MAX_WINDOW)
         try:
             while len(out) < k:
                 ranked = db.execute(
@@ -697,7 +719,7 @@ class SQLiteVectorStore:
                 if len(ranked) < window:
                     break
                 offset += window
-                window *= 4
+                window = min(window * 4, _MAX_WINDOW)
         except sqlite3.Error as exc:
             raise StoreError(f"lexical search on {str(self.path)!r} failed: {exc}") from exc
         return out
@@ -740,6 +762,12 @@ def _split_sql(script: str) -> list[str]:
             out.append(text)
             buf = []
     return out
+
+
+def _commit_unless(conn: sqlite3.Connection, abandoned: threading.Event | None) -> None:
+    if abandoned is not None and abandoned.is_set():
+        raise StoreError("the caller gave up on this write before it committed; rolled back")
+    conn.execute("COMMIT")
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
