@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from agentkit.cli._hybrid import RRF_CONSTANT
+
 FIXTURES = Path(__file__).parent / "fixtures"
 NOTES = FIXTURES / "notes"
 BEIR = FIXTURES / "beir_tiny"
@@ -97,7 +99,7 @@ def test_query_json_is_machine_readable(workdir: Path) -> None:
     assert first["path"] == "notes/tenancy.md"
     assert first["title"] == "Keeping tenants apart"
     assert first["sources"] == ["dense", "lexical"]
-    assert first["score"] == pytest.approx(2 / 61)
+    assert first["score"] == pytest.approx(2 / (RRF_CONSTANT + 1))
     assert len({r["id"] for r in doc["results"]}) == len(doc["results"])
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentkit.kernel import Ctx
+from agentkit.kernel import Ctx, InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import (
     CompositeMemory,
     MemoryItem,
@@ -165,3 +165,17 @@ async def test_rrf_inside_nested_composites_credits_inner_sources() -> None:
     # c ranked its copy 1st (at half weight).
     assert got[0].score == pytest.approx(1 / 62 + 1 / 62 + 0.5 / 61)
     assert got[1].content == "x" and got[1].score == pytest.approx(1 / 61)
+
+
+async def test_rrf_constant_sets_how_much_the_head_of_each_list_counts() -> None:
+    pool = [it("a1", "a"), it("a2", "a"), it("b1", "b")]
+    default = await rrf_rerank("q", pool, k=3)
+    assert [i.score for i in default] == pytest.approx([1 / 61, 1 / 61, 1 / 62])
+    sharp = await functools.partial(rrf_rerank, constant=0)("q", pool, k=3)
+    assert [i.score for i in sharp] == pytest.approx([1.0, 1.0, 0.5])
+
+
+@pytest.mark.parametrize("constant", [-1, float("nan"), float("inf"), "60", True])
+async def test_rrf_constant_must_be_a_finite_non_negative_number(constant: object) -> None:
+    with pytest.raises((InvalidArgument, InvalidArgumentType), match="constant"):
+        await rrf_rerank("q", [it("x", "a")], k=1, constant=constant)  # type: ignore[arg-type]

@@ -1,10 +1,13 @@
 """The memory stack the CLI, eval and the benchmarks query: one place, one recipe.
 
 Hybrid is ``CompositeMemory([dense, lexical], reranker=rrf_rerank)`` with the default
-``dedupe="id"``: both halves read the same store, so a chunk found by both is one item
-whose fused score adds its two reciprocal ranks. Each half is read ``depth`` deep before
-fusion (a chunk ranked 30th by words but 2nd by meaning must be in the pool to be
-rescued), and only the top ``k`` of the fused list is returned.
+``dedupe="id"`` and RRF's constant at ``RRF_CONSTANT`` (20, not the textbook 60: with
+two strong halves the head of each list deserves more trust; on SciFact's train split
+it lifts nDCG@10 from 0.710 to 0.717, on both halves of the query set). Both halves
+read the same store, so a chunk found by both is one item whose fused score adds its
+two reciprocal ranks. Each half is read ``depth`` deep before fusion (a chunk ranked
+30th by words but 2nd by meaning must be in the pool to be rescued), and only the top
+``k`` of the fused list is returned.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from agentkit.state.memory import (
 
 Mode = Literal["dense", "lexical", "hybrid"]
 MODES: tuple[Mode, ...] = ("dense", "lexical", "hybrid")
+RRF_CONSTANT = 20
 
 
 @dataclass
@@ -84,6 +88,6 @@ def build(
         return Stack(dense, [dense])
     if mode == "lexical":
         return Stack(lexical, [lexical])
-    reranker = rrf_rerank if weights is None else functools.partial(rrf_rerank, weights=weights)
+    reranker = functools.partial(rrf_rerank, weights=weights, constant=RRF_CONSTANT)
     memory = CompositeMemory([dense, lexical], reranker=reranker, name="hybrid")
     return Stack(memory, [dense, lexical])

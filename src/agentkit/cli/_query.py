@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from agentkit.cli._hybrid import Mode, Stack, build
+from agentkit.cli._hybrid import RRF_CONSTANT, Mode, Stack, build
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.state.memory import MemoryItem
 
@@ -107,7 +107,7 @@ def render_explain(info: Mapping[str, Any], items: list[MemoryItem], k: int) -> 
             where = ", ".join(f"{s} #{r}" for s, r in m["ranks"].items())
             tag = "shown" if m["in_results"] else "not in top-k"
             out.append(f"    {m['id'][:12]}  {where}  ({tag})")
-        out.append("  fused score = sum over sources of 1/(60 + rank)  (rrf_rerank)")
+        out.append(f"  fused score = sum over sources of 1/({RRF_CONSTANT} + rank)  (rrf_rerank)")
     return "\n".join(out)
 
 

@@ -64,20 +64,26 @@ async def rrf_rerank(
     *,
     k: int,
     weights: Mapping[str, float] | None = None,
+    constant: float = RRF_K,
 ) -> list[MemoryItem]:
-    """Reciprocal rank fusion: score = sum of ``weight / (60 + rank)`` per source.
+    """Reciprocal rank fusion: score = sum of ``weight / (constant + rank)`` per source.
 
     Raw scores are discarded; only each source's own ordering counts. That is the
     remedy for mixed scales: sorting cosine (<= 1) next to BM25 (often > 10) hands
     every slot to the larger scale, while ranks put both sources on equal terms and an
     item several sources agree on rises. The returned items carry the fused score
     (new objects; the inputs are not touched). ``weights`` maps source name to a
-    multiplier (default 1.0); bind it with ``functools.partial``. Ranks come from the
+    multiplier (default 1.0); bind it, or ``constant`` (default 60; smaller trusts each
+    source's head more), with ``functools.partial``. Ranks come from the
     composite that called us when it published them, otherwise from each item's
     position among same-source items in ``items``.
     """
     k = check_k(k)
     weight = _check_weights(weights)
+    if isinstance(constant, bool) or not isinstance(constant, numbers.Real):
+        raise InvalidArgumentType(f"constant must be a number, got {type(constant).__name__}")
+    if not math.isfinite(constant) or constant < 0:
+        raise InvalidArgument(f"constant must be finite and >= 0, got {constant!r}")
     thunk = _SOURCE_RANKS.get()
     published = thunk() if thunk is not None else None
     seen: dict[str, int] = {}
@@ -90,7 +96,7 @@ async def rrf_rerank(
                 rank = seen.get(src, 0) + 1
                 seen[src] = rank
                 ranks[src] = rank
-        total = math.fsum(weight(src) / (RRF_K + rank) for src, rank in ranks.items())
+        total = math.fsum(weight(src) / (constant + rank) for src, rank in ranks.items())
         fused.append((total, position, item))
     fused.sort(key=lambda entry: (-entry[0], entry[1]))
     return [dataclasses.replace(item, score=total) for total, _, item in fused[:k]]
