@@ -88,7 +88,7 @@ def test_foreign_document_gets_adapter_name_and_framework_score() -> None:
 
 
 def test_numpy_scores_become_plain_floats() -> None:
-    np = pytest.importorskip("numpy")
+    import numpy as np
     item = from_document(Document(page_content="t", metadata={"relevance_score": np.float32(0.5)}))
     assert type(item.score) is float and item.score == 0.5
 
