@@ -13,9 +13,11 @@ from agentkit.kernel.errors import (
     StoreError,
 )
 from agentkit.kernel.messages import Message
+from agentkit.kernel.threads import CommitGate, finish_or_undo, run_gated
 
 __all__ = [
     "AgentkitError",
+    "CommitGate",
     "CompositeQueryError",
     "CompositeWriteError",
     "Ctx",
@@ -29,4 +31,6 @@ __all__ = [
     "ScopeViolation",
     "StoreError",
     "Timeline",
+    "finish_or_undo",
+    "run_gated",
 ]

@@ -15,6 +15,7 @@ import stat
 import tempfile
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, PathEscapeError
+from agentkit.kernel.threads import CommitGate, run_gated
 
 _TMP_PREFIX = ".agentkit-"
 _TMP_SUFFIX = ".tmp"
@@ -166,9 +167,14 @@ class LocalFiles:
         return await asyncio.to_thread(self._view, path)
 
     async def create(self, path: str, text: str) -> None:
-        """Create or overwrite atomically (temp file + rename), making parents."""
+        """Create or overwrite atomically (temp file + rename), making parents.
+
+        A caller that gives up (timeout, cancel) before the rename leaves the file
+        untouched: the thread checks a gate right before ``os.replace`` and drops
+        its temp file instead. Past that point the rename is waited for and reported.
+        """
         _check_text(text)
-        await asyncio.to_thread(self._create, path, text)
+        await run_gated(lambda gate: asyncio.to_thread(self._create, path, text, gate))
 
     async def delete(self, path: str) -> None:
         """Remove a file, a symlink inside the root, or an empty directory."""
@@ -231,7 +237,7 @@ class LocalFiles:
                 names.append(entry.name + ("/" if is_dir else ""))
         return sorted(names)
 
-    def _create(self, path: str, text: str) -> None:
+    def _create(self, path: str, text: str, gate: CommitGate | None = None) -> None:
         norm, _, real = self._resolve(path)
         if os.path.isdir(real):
             raise IsADirectoryError(errno.EISDIR, "is a directory", norm)
@@ -251,6 +257,9 @@ class LocalFiles:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(text.encode("utf-8"))
             os.chmod(tmp, mode)  # mkstemp's 0600 would silently tighten the file
+            if gate is not None and not gate.enter():
+                os.unlink(tmp)  # the caller was told this write failed: keep it so
+                return
             os.replace(tmp, real)
         except BaseException:
             if os.path.exists(tmp):
