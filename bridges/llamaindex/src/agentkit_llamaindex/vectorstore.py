@@ -16,6 +16,7 @@ from typing import Any
 
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.indices.utils import embed_nodes
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from llama_index.core.vector_stores.types import (
@@ -28,6 +29,7 @@ from llama_index.core.vector_stores.types import (
 
 from agentkit.kernel import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_llamaindex._filters import has_empty_any_of, query_bundle, where_filters
@@ -124,21 +126,29 @@ class LlamaIndexVectorPort:
     # -- writes -------------------------------------------------------------------
 
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
+        """Replace by id. A caller that gives up while the embedding runs changes nothing.
+
+        The worker thread embeds first, then asks a gate before touching the index:
+        once the caller has timed out or been cancelled it stops there, so a write
+        reported failed never lands later. Past the gate the (short) index update is
+        waited for and its real outcome reported.
+        """
         batch = _check_chunks(chunks)
         bucket = scope_bucket(scope)
         if not batch:
             return
         latest: dict[str, Chunk] = {c.id: c for c in batch}  # last write of an id wins
         nodes = [self._to_node(bucket, c) for c in latest.values()]
-        await run_blocking(self._replace, nodes)
+        await run_gated(lambda gate: run_blocking(self._replace, nodes, gate))
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
+        """Remove by id; gated like :meth:`upsert`, so a given-up delete removes nothing."""
         wanted = check_ids(ids)
         bucket = scope_bucket(scope)
         if not wanted:
             return  # some stores read an empty id list as "everything"
         node_ids = list(dict.fromkeys(_node_id(bucket, i) for i in wanted))
-        await run_blocking(self._delete_locked, node_ids)
+        await run_gated(lambda gate: run_blocking(self._delete_locked, node_ids, gate))
 
     def _to_node(self, bucket: tuple[str, str], chunk: Chunk) -> TextNode:
         meta: dict[str, Any] = dict(chunk.metadata)
@@ -152,13 +162,22 @@ class LlamaIndexVectorPort:
             excluded_llm_metadata_keys=list(_HIDDEN),
         )
 
-    def _replace(self, nodes: list[TextNode]) -> None:
+    def _replace(self, nodes: list[TextNode], gate: CommitGate | None = None) -> None:
+        # Embed up front (the slow, side-effect-free part), so the gate sits right
+        # before the first change to the index; insert_nodes keeps these vectors.
+        vectors = embed_nodes(nodes, self.index._embed_model)
+        for node in nodes:
+            node.embedding = vectors[node.node_id]
         with self._lock.write():
+            if gate is not None and not gate.enter():
+                return  # the caller gave up and reported this write failed
             self._delete(n.node_id for n in nodes)
             self.index.insert_nodes(nodes)
 
-    def _delete_locked(self, node_ids: list[str]) -> None:
+    def _delete_locked(self, node_ids: list[str], gate: CommitGate | None = None) -> None:
         with self._lock.write():
+            if gate is not None and not gate.enter():
+                return
             self._delete(node_ids)
 
     def _delete(self, node_ids: Any) -> None:
