@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from langchain_core.documents import Document
@@ -17,6 +17,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.threads import finish_or_undo
 from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_langchain.mapping import (
@@ -59,6 +60,14 @@ class LangChainVectorPort:
     InMemoryVectorStore (cosine; it raises NotImplementedError for relevance
     scores), the store's ``*_with_relevance_scores`` otherwise, or your
     ``relevance_score_fn`` applied to ``similarity_search_with_score``.
+
+    Writes that outlive their caller: LangChain's async methods often run the sync
+    ones in a thread, which a timeout cannot stop. So every write first reads the
+    records it will touch (``get_by_ids``); if the caller gives up midway, the port
+    waits for the store to finish and puts those records back, so a write reported
+    failed leaves nothing behind. A store without ``get_by_ids`` cannot be restored:
+    then the port waits for the write and reports what it really did (a write that
+    landed counts as done, even past the timeout).
     """
 
     def __init__(
@@ -110,11 +119,16 @@ class LangChainVectorPort:
             for chunk, sid in zip(batch, ids, strict=True)
         ]
         store = self.vectorstore
-        if not self._in_memory:
-            # Not every store replaces on a known id (FAISS refuses it): clear our own
-            # namespaced ids first. They are never another tenant's or the user's.
-            await self._delete_existing(ids)
-        await store.aadd_documents(docs, ids=ids)
+        before = await self._snapshot(ids)
+
+        async def write() -> None:
+            if not self._in_memory:
+                # Not every store replaces on a known id (FAISS refuses it): clear our
+                # own namespaced ids first. They are never another tenant's or the user's.
+                await self._delete_existing(ids, before)
+            await store.aadd_documents(docs, ids=ids)
+
+        await finish_or_undo(write(), self._undo(ids, before))
 
     async def search(
         self,
@@ -164,8 +178,10 @@ class LangChainVectorPort:
             raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
         scope = check_scope(scope)
         wanted = [store_id(scope, _check_id(i)) for i in ids]
-        if wanted:  # delete(None) or delete([]) means "everything" to some stores
-            await self.vectorstore.adelete(ids=wanted)
+        if not wanted:  # delete(None) or delete([]) means "everything" to some stores
+            return
+        before = await self._snapshot(wanted)
+        await finish_or_undo(self.vectorstore.adelete(ids=wanted), self._undo(wanted, before))
 
     # --- helpers ---
 
@@ -240,12 +256,31 @@ class LangChainVectorPort:
                 f"(higher must mean more relevant)"
             ) from exc
 
-    async def _delete_existing(self, ids: list[str]) -> None:
-        store = self.vectorstore
+    async def _snapshot(self, ids: list[str]) -> list[Document] | None:
+        """The records ``ids`` name now, or None when the store cannot say."""
         try:
-            found = await store.aget_by_ids(ids)
+            return list(await self.vectorstore.aget_by_ids(ids))
         except NotImplementedError:
-            found = None
+            return None
+
+    def _undo(
+        self, ids: list[str], before: list[Document] | None
+    ) -> Callable[[], Awaitable[None]] | None:
+        """How to put ``ids`` back as ``before`` found them (None: no way to)."""
+        if before is None:
+            return None
+        store = self.vectorstore
+
+        async def restore() -> None:
+            await store.adelete(ids=ids)
+            kept = [doc for doc in before if doc.id]
+            if kept:
+                await store.aadd_documents(kept, ids=[doc.id for doc in kept])
+
+        return restore
+
+    async def _delete_existing(self, ids: list[str], found: list[Document] | None) -> None:
+        store = self.vectorstore
         if found is None:
             try:
                 await store.adelete(ids=ids)
