@@ -241,3 +241,19 @@ async def test_llamaindex_past_the_commit_point_is_reported_written() -> None:
     assert (sorted(accepted), failed) == (["fast", "late"], {})
     assert time.monotonic() - start >= STALL
     _assert_split_matches(accepted, failed, {"late": await _held(late), "fast": await _held(fast)})
+
+
+class _StallBeforeUnlink(LocalFiles):
+    def _delete(self, path: str, gate: CommitGate | None = None) -> None:
+        time.sleep(STALL)
+        super()._delete(path, gate)
+
+
+async def test_files_timed_out_delete_removes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "f0.md").write_text("old zebra", encoding="utf-8")
+    files = _StallBeforeUnlink(tmp_path)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(TIMEOUT):
+            await files.delete("/f0.md")
+    await asyncio.sleep(SETTLE)
+    assert (tmp_path / "f0.md").read_text(encoding="utf-8") == "old zebra"

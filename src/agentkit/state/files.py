@@ -177,8 +177,11 @@ class LocalFiles:
         await run_gated(lambda gate: asyncio.to_thread(self._create, path, text, gate))
 
     async def delete(self, path: str) -> None:
-        """Remove a file, a symlink inside the root, or an empty directory."""
-        await asyncio.to_thread(self._delete, path)
+        """Remove a file, a symlink inside the root, or an empty directory.
+
+        Gated like :meth:`create`: a caller that gave up first removes nothing.
+        """
+        await run_gated(lambda gate: asyncio.to_thread(self._delete, path, gate))
 
     def _view(self, path: str) -> str:
         norm, _, real = self._resolve(path)
@@ -266,10 +269,12 @@ class LocalFiles:
                 os.unlink(tmp)
             raise
 
-    def _delete(self, path: str) -> None:
+    def _delete(self, path: str, gate: CommitGate | None = None) -> None:
         norm, lexical, real = self._resolve(path)
         if real == self.root:
             raise InvalidArgument("the root directory cannot be deleted")
+        if gate is not None and not gate.enter():
+            return  # the caller was told this delete failed
         try:
             if os.path.islink(lexical):
                 os.unlink(lexical)  # the link itself, never what it points at
