@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from pydantic import BaseModel
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
@@ -54,7 +55,21 @@ def _check_item(item: object) -> None:
 _SEP = "\x00"
 _BOUNDARY = _SEP + RESERVED_PREFIX
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setter(name: str) -> Callable[[object, Any], None]:
+    """The raw setter of one of pydantic's instance slots: a C call, no attribute lookup."""
+    descriptor = vars(BaseModel).get(name)
+    setter = getattr(descriptor, "__set__", None)
+    if setter is None:  # another pydantic layout: _fast fails its check, validation is used
+        return lambda obj, value: object.__setattr__(obj, name, value)
+    return setter  # type: ignore[no-any-return]
+
+
+_set_dict = _slot_setter("__dict__")
+_set_fields = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 _TEXT_FIELDS_SET = frozenset(
     {"id_", "text", "metadata", "excluded_embed_metadata_keys", "excluded_llm_metadata_keys"}
 )
@@ -82,9 +97,8 @@ def _fast(node_id: str, text: str, meta: dict[str, Any], score: float | None) ->
     falls back to ``_validated`` if a LlamaIndex or pydantic upgrade changes the layout.
     """
     node = _new(TextNode)
-    _set(
+    _set_dict(
         node,
-        "__dict__",
         {
             "id_": node_id,
             "embedding": None,
@@ -101,14 +115,14 @@ def _fast(node_id: str, text: str, meta: dict[str, Any], score: float | None) ->
             "text_template": _TEXT_TMPL,
         },
     )
-    _set(node, "__pydantic_fields_set__", set(_TEXT_FIELDS_SET))
-    _set(node, "__pydantic_extra__", None)
-    _set(node, "__pydantic_private__", None)
+    _set_fields(node, set(_TEXT_FIELDS_SET))
+    _set_extra(node, None)
+    _set_private(node, None)
     scored = _new(NodeWithScore)
-    _set(scored, "__dict__", {"node": node, "score": score})
-    _set(scored, "__pydantic_fields_set__", set(_SCORED_FIELDS_SET))
-    _set(scored, "__pydantic_extra__", None)
-    _set(scored, "__pydantic_private__", None)
+    _set_dict(scored, {"node": node, "score": score})
+    _set_fields(scored, set(_SCORED_FIELDS_SET))
+    _set_extra(scored, None)
+    _set_private(scored, None)
     return scored
 
 
