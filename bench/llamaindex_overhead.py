@@ -5,6 +5,10 @@ call as any correct retriever must (fusion retrievers overwrite scores in place)
 remains is the bridge: dispatching the query to an async memory from sync code and
 mapping items to nodes. Target: ours <= 1.10x.
 
+The bridge builds its nodes without pydantic's validation pass (checked equal to
+validated nodes at import), which the hand-written one pays as most users' code
+would; a ratio under 1.0 means that saving outweighs the dispatch cost.
+
 Run: .venv/bin/python bench/llamaindex_overhead.py [--rounds N]
 Prints human lines, then machine lines ``RESULT name=value``.
 """
@@ -118,6 +122,8 @@ def main() -> None:
     base_wall, base_cpu = (statistics.median(t[i] for t in base_t) * 1e6 for i in (0, 1))
     ours_wall, ours_cpu = (statistics.median(t[i] for t in ours_t) * 1e6 for i in (0, 1))
     cpu_ratio, wall_ratio = ours_cpu / base_cpu, ours_wall / base_wall
+    # The least-disturbed round of each side (as timeit recommends): load only ever adds.
+    min_ratio = min(o[1] for o in ours_t) / min(b[1] for b in base_t)
     verdict = "OK" if cpu_ratio <= TARGET else "MISSED"
     print(f"{args.rounds} paired rounds x {args.calls} calls, 10 nodes per call (medians)")
     print(f"hand-written retriever : {base_wall:8.1f} us wall  {base_cpu:8.1f} us cpu")
@@ -125,6 +131,7 @@ def main() -> None:
     print(f"ratio (cpu)            : {cpu_ratio:8.3f}x  (target <= {TARGET:.2f}x) {verdict}")
     print(f"ratio (wall)           : {wall_ratio:8.3f}x")
     print(f"ratio (cpu, paired)    : {paired:8.3f}x  (median of per-round ratios)")
+    print(f"ratio (cpu, min)       : {min_ratio:8.3f}x  (fastest round of each side)")
     print(f"RESULT overhead_baseline_us={base_wall:.1f}")
     print(f"RESULT overhead_ours_us={ours_wall:.1f}")
     print(f"RESULT overhead_baseline_cpu_us={base_cpu:.1f}")
@@ -132,6 +139,7 @@ def main() -> None:
     print(f"RESULT overhead_ratio={cpu_ratio:.3f}")
     print(f"RESULT overhead_wall_ratio={wall_ratio:.3f}")
     print(f"RESULT overhead_paired_ratio={paired:.3f}")
+    print(f"RESULT overhead_min_ratio={min_ratio:.3f}")
     print(f"RESULT overhead_target_met={int(cpu_ratio <= TARGET)}")
 
 
