@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector.hashing import HashingEmbedder
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
@@ -250,6 +251,13 @@ def _copy(chunk: Chunk) -> Chunk:
     return Chunk(chunk.id, chunk.text, metadata)
 
 
+def _apply_unless_closed(
+    gate: CommitGate, bucket: _Bucket, chunks: list[Chunk], vectors: Matrix
+) -> None:
+    if gate.enter():
+        bucket.apply(chunks, vectors)
+
+
 def _normalised(vectors: object, rows: int, dim: int, what: str) -> Matrix:
     """float32, C-contiguous, finite, unit rows (zero rows stay zero)."""
     try:
@@ -322,7 +330,10 @@ class InMemoryVectorStore:
     async def _apply(self, scope: Scope, chunks: list[Chunk], vectors: Matrix) -> None:
         bucket = self._bucket(scope)
         if bucket.size() + len(chunks) > _THREAD_ROWS:
-            await asyncio.to_thread(bucket.apply, chunks, vectors)
+            # Gated, so a caller that timed out never sees the batch land afterwards.
+            await run_gated(
+                lambda gate: asyncio.to_thread(_apply_unless_closed, gate, bucket, chunks, vectors)
+            )
         else:
             bucket.apply(chunks, vectors)
 

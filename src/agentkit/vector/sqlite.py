@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 
@@ -269,16 +270,13 @@ class SQLiteVectorStore:
         """Run a write; if the caller gives up (cancel, timeout) before COMMIT, roll back.
 
         The worker thread cannot be interrupted, so it is told instead: a write whose
-        caller was cancelled must not land later while the caller reports it failed.
+        caller was cancelled must not land later while the caller reports it failed, and
+        one already committing is waited for and reported as landed (see CommitGate).
         """
         await self.open()
-        abandoned = threading.Event()
-        future = self._pool.submit(fn, *args, abandoned)
-        try:
-            await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            abandoned.set()
-            raise
+        await run_gated(
+            lambda gate: asyncio.wrap_future(self._pool.submit(fn, *args, gate))
+        )
 
     # -- the ports -------------------------------------------------------------------
 
@@ -520,7 +518,7 @@ class SQLiteVectorStore:
         self,
         bucket: tuple[str, str],
         writes: list[tuple[str, str, str, npt.NDArray[np.float32]]],
-        abandoned: threading.Event | None = None,
+        gate: CommitGate | None = None,
     ) -> None:
         db = self._db()
         self._sync_cache()
@@ -537,7 +535,7 @@ class SQLiteVectorStore:
                     (*bucket, cid, text, meta, vector.astype(np.float32).tobytes()),
                 ).fetchone()
                 done.append((int(row[0]), cid, meta, vector))
-            _commit_unless(db, abandoned)
+            _commit_unless(db, gate)
         except sqlite3.Error as exc:
             _rollback(db)
             raise StoreError(f"upsert into {str(self.path)!r} failed, nothing written: {exc}") \
@@ -554,7 +552,7 @@ class SQLiteVectorStore:
         self._data_version = self._current_version()
 
     def _delete_sync(
-        self, bucket: tuple[str, str], ids: list[str], abandoned: threading.Event | None = None
+        self, bucket: tuple[str, str], ids: list[str], gate: CommitGate | None = None
     ) -> None:
         db = self._db()
         self._sync_cache()
@@ -566,7 +564,7 @@ class SQLiteVectorStore:
                     f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
                     (*bucket, *part),
                 )
-            _commit_unless(db, abandoned)
+            _commit_unless(db, gate)
         except sqlite3.Error as exc:
             _rollback(db)
             raise StoreError(f"delete from {str(self.path)!r} failed, nothing removed: {exc}") \
@@ -764,8 +762,8 @@ def _split_sql(script: str) -> list[str]:
     return out
 
 
-def _commit_unless(conn: sqlite3.Connection, abandoned: threading.Event | None) -> None:
-    if abandoned is not None and abandoned.is_set():
+def _commit_unless(conn: sqlite3.Connection, gate: CommitGate | None) -> None:
+    if gate is not None and not gate.enter():
         raise StoreError("the caller gave up on this write before it committed; rolled back")
     conn.execute("COMMIT")
 
