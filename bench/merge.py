@@ -154,6 +154,9 @@ async def main() -> None:
     print(f"composite end-to-end: {us['composite']:.2f} us/item "
           f"(sources + fan-out + merge + rerank; the fan-out's task scheduling is the "
           f"noisiest part on a busy machine)")
+    print(f"RESULT merge_us_per_item={merge:.3f}")
+    print(f"RESULT merge_sources_us_per_item={us['sources']:.3f}")
+    print(f"RESULT merge_to_sources_ratio={merge / us['sources']:.3f}")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,10 @@ async def main(n: int, rounds: int) -> None:
     print(f"  typical add, first 10% of rows:{first * 1e6:8.2f} us/vector")
     print(f"  typical add, last 10% of rows: {last * 1e6:8.2f} us/vector  (flat = no full copy)")
     print(f"  buffer reallocations:          {reallocations:8d}   (log2 growth, not one per add)")
+    print(f"RESULT vector_search_floor_ms={floor * 1e3:.3f}")
+    print(f"RESULT vector_search_store_ms={ours * 1e3:.3f}")
+    print(f"RESULT vector_search_ratio={ours / floor:.3f}")
+    print(f"RESULT vector_add_us_per_vector={add_total / n * 1e6:.3f}")
 
 
 if __name__ == "__main__":
