@@ -13,7 +13,7 @@ from typing import Any
 
 from psycopg import sql
 
-from agentkit.kernel.ctx import Scope
+from agentkit.kernel import validate
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.vector.port import Chunk
 
@@ -37,8 +37,7 @@ def check_collection(name: object) -> str:
 
 def check_scope(scope: object) -> tuple[str, str]:
     """The two NOT NULL bucket columns; an unset id is stored as ''."""
-    if not isinstance(scope, Scope):
-        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+    scope = validate.check_scope(scope)
     bucket = (scope.org_id or "", scope.domain_id or "")
     if "\x00" in bucket[0] or "\x00" in bucket[1]:
         raise InvalidArgument(f"scope {scope!r}: PostgreSQL text cannot hold NUL characters")
@@ -46,16 +45,8 @@ def check_scope(scope: object) -> tuple[str, str]:
 
 
 def check_ids(ids: object) -> list[str]:
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
-        raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
-    out: list[str] = []
-    for i in ids:
-        if not isinstance(i, str):
-            raise InvalidArgumentType(f"ids must contain only str, got {type(i).__name__}")
-        if "\x00" in i:
-            continue  # no stored id can hold NUL, so this one names nothing
-        out.append(i)
-    return out
+    # No stored id can hold NUL, so such an id names nothing and is dropped.
+    return [i for i in validate.check_ids(ids) if "\x00" not in i]
 
 
 def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
