@@ -16,7 +16,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStoreRetrieve
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
 from agentkit_langchain import _sync
@@ -85,8 +85,7 @@ class LangChainMemory:
         query = check_query(query)
         k = check_k(k)
         where = check_where(where) or None
-        if not isinstance(ctx, Ctx):
-            raise InvalidArgumentType(f"ctx must be a Ctx, got {type(ctx).__name__}")
+        ctx = check_ctx(ctx)
         # Retriever calls fire callbacks and may start threads: never in an inline try.
         _sync.require_loop()
         docs = await self._fetch(query, k, ctx, where)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_ctx
 from agentkit.state.memory._item import MemoryItem
 
-__all__ = ["check_ctx", "check_items"]
+__all__ = ["check_ctx", "check_items", "scored_items"]
 
 
 def check_items(items: object) -> list[MemoryItem]:
@@ -22,3 +23,11 @@ def check_items(items: object) -> list[MemoryItem]:
         if not isinstance(item, MemoryItem):
             raise InvalidArgumentType(f"items[{i}] must be a MemoryItem, got {type(item).__name__}")
     return batch
+
+
+def scored_items(hits: Iterable[tuple[float, Any]], source: str, k: int) -> list[MemoryItem]:
+    """A port's ``(score, chunk)`` pairs as items, cut to ``k``: the chunk id rides along."""
+    return [
+        MemoryItem(chunk.text, source, float(score), chunk.metadata, id=chunk.id)
+        for score, chunk in list(hits)[:k]
+    ]

@@ -10,7 +10,7 @@ from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.memory._item import MemoryItem
-from agentkit.state.memory._sources._args import check_ctx, check_items
+from agentkit.state.memory._sources._args import check_ctx, check_items, scored_items
 
 
 @dataclass
@@ -60,10 +60,7 @@ class LexicalMemory:
         ctx = check_ctx(ctx)
         merged = {**(self.where or {}), **(call_where or {})} or None
         hits = await self.store.lexical_search(query, k=k, scope=ctx.scope, where=merged)
-        return [
-            MemoryItem(chunk.text, self.name, float(score), chunk.metadata, id=chunk.id)
-            for score, chunk in list(hits)[:k]
-        ]
+        return scored_items(hits, self.name, k)
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """Validate and drop: the paired VectorMemory is where writes land."""
