@@ -357,6 +357,92 @@ async def test_transitive_join_of_two_groups_keeps_earliest_position(ctx: Ctx) -
     assert got[0].score == 0.4 and got[0].metadata["dedupe_count"] == 4
 
 
+async def test_long_shared_opening_is_not_a_copy(ctx: Ctx) -> None:
+    # Passages from one document often open the same way; only the whole text decides.
+    opening = "Section 4.2, Terms and conditions of the agreement. " * 6
+    first, other, again = opening + "Refunds take 30 days.", opening + "Refunds take 5 days.", \
+        opening + "Refunds take 30 days."
+    src = ListMemory("a", [item(first, "a", 0.1), item(other, "a", 0.2), item(again, "a", 0.3)])
+    got = await CompositeMemory([src], reranker=keep_order).query("", k=10, ctx=ctx)
+    assert [i.content for i in got] == [first, other]
+    assert got[0].metadata["dedupe_count"] == 2 and got[0].score == 0.3
+    assert "dedupe_count" not in got[1].metadata
+
+
+def _reference_merge(pool: list[MemoryItem], mode: str) -> list[tuple[Any, ...]]:
+    """Pairwise, quadratic, obviously right: the groups the merge must find."""
+    group = list(range(len(pool)))
+
+    def same(x: MemoryItem, y: MemoryItem) -> bool:
+        return x.content == y.content or (mode == "id" and x.id is not None and x.id == y.id)
+
+    changed = True
+    while changed:  # relabel to the smallest connected index until stable
+        changed = False
+        for i, x in enumerate(pool):
+            for j, y in enumerate(pool):
+                if same(x, y) and group[j] > group[i]:
+                    group[j] = group[i]
+                    changed = True
+    out = []
+    for root in sorted(set(group)):
+        members = [pool[i] for i in range(len(pool)) if group[i] == root]
+        if len(members) == 1:
+            out.append(("same object", id(members[0])))
+            continue
+        best = members[0]
+        for m in members:
+            if m.score is not None and (best.score is None or m.score > best.score):
+                best = m
+        sources: list[str] = []
+        for m in members:
+            for s in (*m.metadata.get("dedupe_sources", ()), m.source):
+                if s not in sources:
+                    sources.append(s)
+        count = sum(m.metadata.get("dedupe_count", 1) for m in members)
+        out.append((best.content, best.source, best.score, best.id,
+                    {**best.metadata, "dedupe_sources": tuple(sources), "dedupe_count": count}))
+    return out
+
+
+_opening = "The same long opening shared by several passages of one document. " * 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", _opening + "a", _opening + "b", _opening, "a" * 70]),
+            st.sampled_from(["s1", "s2", "s3"]),
+            st.one_of(st.none(), st.sampled_from([0.1, 0.5, 0.9])),
+            st.one_of(st.none(), st.sampled_from(["1", "2", "3"])),
+            st.booleans(),
+        ),
+        max_size=14,
+    ),
+    mode=st.sampled_from(["id", "content"]),
+)
+def test_merge_matches_a_pairwise_reference(rows: list[tuple[Any, ...]], mode: str) -> None:
+    pool = []
+    for content, source, score, ident, stamped in rows:
+        meta = {"dedupe_sources": ("earlier",), "dedupe_count": 3} if stamped else {}
+        # A fresh string per row, so identity never stands in for equality.
+        pool.append(MemoryItem("".join(list(content)), source, score, meta, id=ident))
+
+    async def run() -> list[MemoryItem]:
+        return await CompositeMemory(
+            [ListMemory("a", pool)], dedupe=mode, reranker=keep_order  # type: ignore[arg-type]
+        ).query("", k=100, ctx=Ctx(Scope("acme", "support")))
+
+    got = asyncio.run(run())
+    seen = [
+        ("same object", id(g)) if any(g is p for p in pool)
+        else (g.content, g.source, g.score, g.id, dict(g.metadata))
+        for g in got
+    ]
+    assert seen == _reference_merge(pool, mode)
+
+
 async def test_nested_composites_add_counts_and_union_sources(ctx: Ctx) -> None:
     inner = CompositeMemory([ListMemory("a", [item("fact", "a", 0.5)]),
                              ListMemory("b", [item("fact", "b", 0.7)])], name="inner")

@@ -8,14 +8,13 @@ failure is reported under).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 import numbers
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from itertools import chain
 from typing import Any, Literal, TypeVar, get_args
 
 from agentkit.kernel.ctx import Ctx
@@ -26,19 +25,16 @@ from agentkit.kernel.errors import (
     InvalidArgumentType,
 )
 from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
-from agentkit.state.memory._frozen import FrozenDict
 from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._merge import (
+    DedupeMode,
+    merge,
+    merge_unstamped,
+    rank_thunk,
+    stamp_survivors,
+)
 from agentkit.state.memory._protocol import MemorySource, Reranker, accepts_writes
-from agentkit.state.memory._rerank import _SOURCE_RANKS, SourceRanks, score_sort_rerank
-
-DedupeMode = Literal["id", "content"]
-"""How two pooled items are judged the same fact.
-
-``"id"``: a shared non-None ``id`` OR identical content (a union, so a backend that
-starts reporting ids keeps matching backends that have none). ``"content"``: identical
-content only, for stores whose ids share no keyspace. ``None`` (the parameter's third
-value) keeps every copy.
-"""
+from agentkit.state.memory._rerank import _SOURCE_RANKS, score_sort_rerank
 
 OnErrorPolicy = Literal["raise", "skip"]
 """What a composite does when a member's query fails or times out.
@@ -49,10 +45,6 @@ observation on the timeline per casualty; if every member failed, raise anyway, 
 an empty answer would hide an outage.
 """
 
-# The hand-written copy in _stamp is valid only for exactly these fields.
-_FAST_STAMP = tuple(f.name for f in dataclasses.fields(MemoryItem)) == (
-    "content", "source", "score", "metadata", "id")
-_new_object = object.__new__
 _DEDUPE_MODES: tuple[object, ...] = (*get_args(DedupeMode), None)
 _ON_ERROR: tuple[object, ...] = get_args(OnErrorPolicy)
 
@@ -130,15 +122,7 @@ class CompositeMemory:
             ]
         )
         batches = _collect(sources, outcomes, ctx, self.on_error)
-        pool = [item for batch in batches for item in batch]
-        merged, roots, survivors = _merge(pool, self.dedupe)
-        reranker = score_sort_rerank if self.reranker is None else self.reranker
-        token = _SOURCE_RANKS.set(_rank_thunk(batches, pool, roots, survivors))
-        try:
-            ranked = await reranker(query, merged, k=k)
-        finally:
-            _SOURCE_RANKS.reset(token)
-        return list(ranked)[:k]
+        return await _rank(query, batches, k, self.dedupe, self.reranker)
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """Broadcast to every member at once and report the split.
@@ -171,6 +155,30 @@ class CompositeMemory:
                 accepted.append(key)
         if failed:
             raise CompositeWriteError(accepted=accepted, refused=refused, failed=failed)
+
+
+async def _rank(
+    query: str,
+    batches: list[list[MemoryItem]],
+    k: int,
+    dedupe: DedupeMode | None,
+    reranker: Reranker | None,
+) -> list[MemoryItem]:
+    """Everything after the fan-out: pool, merge the copies, rerank, cut to ``k``."""
+    pool = list(chain.from_iterable(batches))
+    if reranker is None or reranker is score_sort_rerank:
+        # It reads only scores and positions, so only the survivors that make the
+        # cut are worth stamping.
+        standins, pending = merge_unstamped(pool, dedupe)
+        ranked = await score_sort_rerank(query, standins, k=k)
+        return stamp_survivors(ranked[:k], pending)
+    merged, roots, survivors = merge(pool, dedupe)
+    token = _SOURCE_RANKS.set(rank_thunk(batches, pool, roots, survivors))
+    try:
+        ranked = await reranker(query, merged, k=k)
+    finally:
+        _SOURCE_RANKS.reset(token)
+    return list(ranked)[:k]
 
 
 async def _ask(
@@ -268,158 +276,6 @@ def _member_keys(sources: Sequence[object]) -> list[str]:
     names = [str(getattr(source, "name", type(source).__name__)) for source in sources]
     counts = Counter(names)
     return [f"{n}#{i}" if counts[n] > 1 else n for i, n in enumerate(names)]
-
-
-# --- merge -------------------------------------------------------------------------
-
-
-def _merge(
-    pool: list[MemoryItem], mode: DedupeMode | None
-) -> tuple[list[MemoryItem], list[int] | None, dict[int, MemoryItem]]:
-    """Collapse copies of one fact; returns (merged, root per pool index, survivors).
-
-    Union-find over the whole pool, so sameness is transitive (A~B by content and
-    B~C by id make one group) and applies within a source as well as across. Content
-    is keyed by the string itself: exact, no digest to compute, and its hash is cached
-    on the object. A group's survivor takes the position of its earliest member.
-    """
-    n = len(pool)
-    if mode is None or n < 2:
-        return pool, None, {}
-    backwards = range(n - 1, -1, -1)
-    contents = [item.content for item in pool]
-    # Built back to front, so each key keeps the index of its FIRST occurrence.
-    by_content = dict(zip(reversed(contents), backwards, strict=True))
-    ids: list[str | None] = []
-    by_id: dict[str | None, int] = {}
-    id_collision = False
-    if mode == "id":
-        ids = [item.id for item in pool]
-        by_id = dict(zip(reversed(ids), backwards, strict=True))
-        n_none = ids.count(None)
-        id_collision = len(by_id) - (1 if n_none else 0) < n - n_none
-    if len(by_content) == n and not id_collision:
-        return pool, None, {}
-
-    # parent[i] <= i always: every link points to an earlier index.
-    parent = [by_content[c] for c in contents]
-    if id_collision:
-
-        def find(i: int) -> int:
-            root = i
-            while parent[root] != root:
-                root = parent[root]
-            while parent[i] != root:
-                parent[i], i = root, parent[i]
-            return root
-
-        for i, ident in enumerate(ids):
-            if ident is None:
-                continue
-            first = by_id[ident]
-            if first != i:
-                a, b = find(first), find(i)
-                if a != b:
-                    if a < b:
-                        parent[b] = a
-                    else:
-                        parent[a] = b
-
-    # One forward pass resolves every root (parents come first) and gathers groups.
-    roots: list[int] = []
-    append = roots.append
-    groups: dict[int, list[MemoryItem]] = {}
-    for i, up in enumerate(parent):
-        if up == i:
-            append(i)
-            continue
-        root = roots[up]
-        append(root)
-        members = groups.get(root)
-        if members is None:
-            groups[root] = [pool[root], pool[i]]
-        else:
-            members.append(pool[i])
-    survivors = {root: _stamp(copies) for root, copies in groups.items()}
-    get = survivors.get
-    merged = [
-        get(i, item) for i, (item, root) in enumerate(zip(pool, roots, strict=True)) if root == i
-    ]
-    return merged, roots, survivors
-
-
-def _stamp(copies: list[MemoryItem]) -> MemoryItem:
-    """The best-scored copy (None lowest, ties to the earliest), annotated.
-
-    ``dedupe_sources`` and ``dedupe_count`` absorb what earlier merges already stamped
-    on a copy, so nested composites count every original copy once.
-    """
-    best = copies[0]
-    best_score = best.score
-    sources: dict[str, None] = {}
-    count = 0
-    for copy in copies:
-        score = copy.score
-        if score is not None and (best_score is None or score > best_score):
-            best, best_score = copy, score
-        meta = copy.metadata
-        if meta:
-            stamped = meta.get("dedupe_sources")
-            if isinstance(stamped, tuple):
-                sources.update(dict.fromkeys(stamped))
-            absorbed = meta.get("dedupe_count")
-            if type(absorbed) is int and absorbed >= 1:
-                count += absorbed
-            else:
-                count += 1
-        else:
-            count += 1
-        sources[copy.source] = None
-    metadata = FrozenDict(
-        {**best.metadata, "dedupe_sources": tuple(sources), "dedupe_count": count}
-    )
-    if not _FAST_STAMP or type(best) is not MemoryItem:
-        return dataclasses.replace(best, metadata=metadata)
-    # dataclasses.replace would re-validate fields that were validated when ``best``
-    # was built; copying them is several times cheaper on the merge's hot path.
-    item: MemoryItem = _new_object(MemoryItem)
-    item.content = best.content
-    item.source = best.source
-    item.score = best.score
-    item.metadata = metadata
-    item.id = best.id
-    return item
-
-
-def _rank_thunk(
-    batches: list[list[MemoryItem]],
-    pool: list[MemoryItem],
-    roots: list[int] | None,
-    survivors: dict[int, MemoryItem],
-) -> Callable[[], SourceRanks]:
-    """Per-source ranks of every merged item, built only if a reranker asks."""
-
-    @cache
-    def build() -> SourceRanks:
-        table: dict[int, dict[str, int]] = {}
-        position = 0
-        for batch in batches:
-            for rank, item in enumerate(batch, 1):
-                if roots is None:
-                    target = item
-                else:
-                    root = roots[position]
-                    target = survivors.get(root, pool[root])
-                position += 1
-                ranks = table.setdefault(id(target), {})
-                stamped = item.metadata.get("dedupe_sources")
-                names = stamped if isinstance(stamped, tuple) and stamped else ()
-                for src in (*names, item.source):
-                    if rank < ranks.get(src, rank + 1):
-                        ranks[src] = rank
-        return table
-
-    return build
 
 
 # --- validation --------------------------------------------------------------------

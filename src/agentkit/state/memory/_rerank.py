@@ -49,10 +49,10 @@ async def score_sort_rerank(query: str, items: list[MemoryItem], *, k: int) -> l
     journal) still surfaces after the ranked ones.
     """
     k = check_k(k)
-    scored = [item for item in items if item.score is not None]
-    if len(scored) == len(items):
+    try:
         ranked = sorted(items, key=_score, reverse=True)  # reverse keeps stability
-    else:
+    except TypeError:  # a None among the scores: sorting meets it in any pool of 2+
+        scored = [item for item in items if item.score is not None]
         scored.sort(key=_score, reverse=True)
         ranked = scored + [item for item in items if item.score is None]
     return ranked[:k]
