@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.documents import Document
+from pydantic import BaseModel
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
@@ -30,10 +31,22 @@ DOMAIN_KEY = "agentkit_domain_id"
 CHUNK_KEY = "agentkit_chunk_id"
 DEFAULT_SOURCE = "langchain"
 
-_SEP = "\x00"
-_BOUNDARY_PREFIX = _SEP + RESERVED_PREFIX
 _new = object.__new__
-_set = object.__setattr__
+# pydantic's own slot descriptors: setting through them skips the name lookup that
+# object.__setattr__ repeats for every attribute of every document.
+def _slot_setter(name: str) -> Callable[[Any, Any], None]:
+    setter = getattr(BaseModel.__dict__.get(name), "__set__", None)
+    if setter is None:  # a pydantic without this slot: _fast_is_exact turns it off
+
+        def setter(obj: Any, value: Any) -> None:
+            raise AttributeError(name)
+
+    return setter
+
+
+_set_fields_set = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 
 
 def _fast_document(content: str, metadata: dict[str, Any], doc_id: str | None) -> Document:
@@ -45,12 +58,14 @@ def _fast_document(content: str, metadata: dict[str, Any], doc_id: str | None) -
     future LangChain or pydantic changes the layout, the validated path is used.
     """
     doc = _new(Document)
-    _set(doc, "__dict__", {
-        "id": doc_id, "metadata": metadata, "page_content": content, "type": "Document"
-    })
-    _set(doc, "__pydantic_fields_set__", {"page_content", "metadata", "id"})
-    _set(doc, "__pydantic_extra__", None)
-    _set(doc, "__pydantic_private__", None)
+    fields = doc.__dict__
+    fields["id"] = doc_id
+    fields["metadata"] = metadata
+    fields["page_content"] = content
+    fields["type"] = "Document"
+    _set_fields_set(doc, {"page_content", "metadata", "id"})
+    _set_extra(doc, None)
+    _set_private(doc, None)
     return doc
 
 
@@ -58,7 +73,14 @@ def _fast_is_exact() -> bool:
     try:
         fast = _fast_document("x", {"k": 1}, "i")
         slow = Document(page_content="x", metadata={"k": 1}, id="i")
-        return fast == slow and fast.model_dump() == slow.model_dump()
+        same = (
+            fast == slow
+            and fast.model_dump() == slow.model_dump()
+            and fast.model_fields_set == slow.model_fields_set
+            and repr(fast) == repr(slow)
+        )
+        fast.page_content = "y"  # still an ordinary, mutable Document
+        return same and fast.page_content == "y"
     except Exception:
         return False
 
@@ -94,10 +116,9 @@ def to_documents(items: list[MemoryItem]) -> list[Document]:
         if type(item) is not MemoryItem and not isinstance(item, MemoryItem):
             raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
         metadata = dict(item.metadata)
-        # One C-level scan instead of a Python loop per key; a hit (or a key that
-        # merely contains the prefix) gets the exact check, which names the key.
-        if metadata and _BOUNDARY_PREFIX in _SEP + _SEP.join(metadata):
-            check_unreserved(metadata)
+        for key in metadata:
+            if key.startswith(RESERVED_PREFIX):
+                check_unreserved(metadata)  # raises, naming the key
         metadata[SOURCE_KEY] = item.source
         score = item.score
         if score is not None:
@@ -107,13 +128,14 @@ def to_documents(items: list[MemoryItem]) -> list[Document]:
             metadata[ID_KEY] = doc_id
         if fast:  # _fast_document, inlined: this loop is the sync path's hot spot
             doc = _new(Document)
-            _set(doc, "__dict__", {
-                "id": doc_id, "metadata": metadata, "page_content": item.content,
-                "type": "Document",
-            })
-            _set(doc, "__pydantic_fields_set__", {"page_content", "metadata", "id"})
-            _set(doc, "__pydantic_extra__", None)
-            _set(doc, "__pydantic_private__", None)
+            fields = doc.__dict__
+            fields["id"] = doc_id
+            fields["metadata"] = metadata
+            fields["page_content"] = item.content
+            fields["type"] = "Document"
+            _set_fields_set(doc, {"page_content", "metadata", "id"})
+            _set_extra(doc, None)
+            _set_private(doc, None)
             append(doc)
         else:
             append(Document(page_content=item.content, metadata=metadata, id=doc_id))
