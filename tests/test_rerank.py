@@ -179,3 +179,23 @@ async def test_rrf_constant_sets_how_much_the_head_of_each_list_counts() -> None
 async def test_rrf_constant_must_be_a_finite_non_negative_number(constant: object) -> None:
     with pytest.raises((InvalidArgument, InvalidArgumentType), match="constant"):
         await rrf_rerank("q", [it("x", "a")], k=1, constant=constant)  # type: ignore[arg-type]
+
+
+async def test_a_memory_item_subclass_keeps_its_type_through_merge_and_rrf() -> None:
+    # The merge and RRF copy items without re-validating; a subclass (which may add
+    # fields or checks) must still come back as itself, through the validated path.
+    import dataclasses
+
+    @dataclasses.dataclass(slots=True)
+    class Cited(MemoryItem):
+        page: int = dataclasses.field(default=0, kw_only=True)
+
+    a = Fixed("a", [Cited("same text", "a", 0.4, page=3), it("only a", "a", 0.3)])
+    b = Fixed("b", [Cited("same text", "b", 0.9, page=7)])
+    for reranker in (None, rrf_rerank):
+        got = await CompositeMemory([a, b], reranker=reranker).query("", k=5, ctx=Ctx())
+        survivor = next(g for g in got if g.content == "same text")
+        assert type(survivor) is Cited and survivor.page == 7
+        assert survivor.metadata["dedupe_count"] == 2
+        if reranker is rrf_rerank:
+            assert survivor.score == pytest.approx(1 / 61 + 1 / 61)

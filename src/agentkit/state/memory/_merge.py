@@ -7,14 +7,13 @@ clarity-first helpers, and says why where it does.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from functools import cache
 from itertools import count
 from typing import Literal
 
 from agentkit.state.memory._frozen import FrozenDict
-from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._item import MemoryItem, _evolve
 from agentkit.state.memory._rerank import SourceRanks
 
 DedupeMode = Literal["id", "content"]
@@ -28,10 +27,6 @@ value) keeps every copy.
 
 _HEAD = 64  # characters of a passage hashed to find candidate copies
 
-# The hand-written copy in _stamp is valid only for exactly these fields.
-_FAST_STAMP = tuple(f.name for f in dataclasses.fields(MemoryItem)) == (
-    "content", "source", "score", "metadata", "id")
-_new_object = object.__new__
 
 Groups = dict[int, list[MemoryItem]]
 """``{root index: [every copy, in pool order]}``, for groups of two or more."""
@@ -218,17 +213,7 @@ def _stamp(copies: list[MemoryItem]) -> MemoryItem:
         metadata = FrozenDict(meta, dedupe_sources=tuple(names), dedupe_count=total)
     else:
         metadata = FrozenDict(dedupe_sources=tuple(names), dedupe_count=total)
-    if not _FAST_STAMP or type(best) is not MemoryItem:
-        return dataclasses.replace(best, metadata=metadata)
-    # dataclasses.replace would re-validate fields that were validated when ``best``
-    # was built; copying them is several times cheaper on the merge's hot path.
-    item: MemoryItem = _new_object(MemoryItem)
-    item.content = best.content
-    item.source = best.source
-    item.score = best.score
-    item.metadata = metadata
-    item.id = best.id
-    return item
+    return _evolve(best, best.score, metadata)
 
 
 def rank_thunk(
@@ -251,12 +236,19 @@ def rank_thunk(
                     root = roots[position]
                     target = survivors.get(root, pool[root])
                 position += 1
-                ranks = table.setdefault(id(target), {})
-                stamped = item.metadata.get("dedupe_sources")
-                names = stamped if isinstance(stamped, tuple) and stamped else ()
-                for src in (*names, item.source):
-                    if rank < ranks.get(src, rank + 1):
-                        ranks[src] = rank
+                key = id(target)
+                ranks = table.get(key)
+                if ranks is None:
+                    ranks = table[key] = {}
+                meta = item.metadata
+                stamped = meta.get("dedupe_sources") if meta else None
+                if isinstance(stamped, tuple):
+                    for src in stamped:
+                        if rank < ranks.get(src, rank + 1):
+                            ranks[src] = rank
+                src = item.source
+                if rank < ranks.get(src, rank + 1):
+                    ranks[src] = rank
         return table
 
     return build

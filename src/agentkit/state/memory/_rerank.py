@@ -9,7 +9,6 @@ fuses positions instead, which is the remedy when it does not.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 from collections.abc import Callable, Mapping
@@ -18,7 +17,7 @@ from operator import attrgetter
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_k
-from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._item import MemoryItem, _evolve
 
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al.): damps the head."""
@@ -87,6 +86,8 @@ async def rrf_rerank(
     thunk = _SOURCE_RANKS.get()
     published = thunk() if thunk is not None else None
     seen: dict[str, int] = {}
+    # (-fused score, position, item): positions are unique, so items are never
+    # compared and the plain tuple sort is stable on ties.
     fused: list[tuple[float, int, MemoryItem]] = []
     for position, item in enumerate(items):
         ranks = published.get(id(item)) if published is not None else None
@@ -96,10 +97,14 @@ async def rrf_rerank(
                 rank = seen.get(src, 0) + 1
                 seen[src] = rank
                 ranks[src] = rank
-        total = math.fsum(weight(src) / (constant + rank) for src, rank in ranks.items())
-        fused.append((total, position, item))
-    fused.sort(key=lambda entry: (-entry[0], entry[1]))
-    return [dataclasses.replace(item, score=total) for total, _, item in fused[:k]]
+        if len(ranks) == 1:
+            [(src, rank)] = ranks.items()
+            total = weight(src) / (constant + rank)
+        else:
+            total = math.fsum(weight(src) / (constant + rank) for src, rank in ranks.items())
+        fused.append((-total, position, item))
+    fused.sort()
+    return [_evolve(item, -negated, item.metadata) for negated, _, item in fused[:k]]
 
 
 def _sources_of(item: MemoryItem) -> tuple[str, ...]:
