@@ -34,7 +34,7 @@ from agentkit.state.memory._composite import _rank
 N_SOURCES = 8
 PER_SOURCE = 100
 ITEM_BYTES = 1024
-ROUNDS = 200
+ROUNDS = 500
 
 
 def _text(rng: random.Random, label: str) -> bytes:
@@ -129,7 +129,10 @@ async def main() -> None:
         clock("hash", t)
 
         # Each merge runs on batches whose strings were just built (hashes not cached).
-        # Last round's answer is dropped first: freeing it is not this round's merge.
+        # What earlier steps left is dropped first, as a server drops the last query's
+        # results: freeing it is not this merge's cost, and holding it would make the
+        # new batches land in colder memory than they do in steady state.
+        pool = []
         answer = None
         batches = await fresh_batches(sources, ctx)
         t = time.perf_counter()
