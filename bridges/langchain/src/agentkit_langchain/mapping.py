@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.documents import Document
-from pydantic import BaseModel
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
@@ -31,62 +30,6 @@ DOMAIN_KEY = "agentkit_domain_id"
 CHUNK_KEY = "agentkit_chunk_id"
 DEFAULT_SOURCE = "langchain"
 
-_new = object.__new__
-# pydantic's own slot descriptors: setting through them skips the name lookup that
-# object.__setattr__ repeats for every attribute of every document.
-def _slot_setter(name: str) -> Callable[[Any, Any], None]:
-    setter = getattr(BaseModel.__dict__.get(name), "__set__", None)
-    if setter is None:  # a pydantic without this slot: _fast_is_exact turns it off
-
-        def setter(obj: Any, value: Any) -> None:
-            raise AttributeError(name)
-
-    return setter
-
-
-_set_fields_set = _slot_setter("__pydantic_fields_set__")
-_set_extra = _slot_setter("__pydantic_extra__")
-_set_private = _slot_setter("__pydantic_private__")
-
-
-def _fast_document(content: str, metadata: dict[str, Any], doc_id: str | None) -> Document:
-    """A Document built without pydantic's validation pass.
-
-    Every value is already the right type (MemoryItem validated it), and on the
-    sync retriever path building documents is the largest cost the bridge adds.
-    The result is checked equal to a validated Document at import time; if a
-    future LangChain or pydantic changes the layout, the validated path is used.
-    """
-    doc = _new(Document)
-    fields = doc.__dict__
-    fields["id"] = doc_id
-    fields["metadata"] = metadata
-    fields["page_content"] = content
-    fields["type"] = "Document"
-    _set_fields_set(doc, {"page_content", "metadata", "id"})
-    _set_extra(doc, None)
-    _set_private(doc, None)
-    return doc
-
-
-def _fast_is_exact() -> bool:
-    try:
-        fast = _fast_document("x", {"k": 1}, "i")
-        slow = Document(page_content="x", metadata={"k": 1}, id="i")
-        same = (
-            fast == slow
-            and fast.model_dump() == slow.model_dump()
-            and fast.model_fields_set == slow.model_fields_set
-            and repr(fast) == repr(slow)
-        )
-        fast.page_content = "y"  # still an ordinary, mutable Document
-        return same and fast.page_content == "y"
-    except Exception:
-        return False
-
-
-_FAST = _fast_is_exact()
-
 
 def check_unreserved(metadata: Mapping[str, Any]) -> None:
     """Refuse metadata that uses the bridge's key space, naming the first offender."""
@@ -98,47 +41,36 @@ def check_unreserved(metadata: Mapping[str, Any]) -> None:
             )
 
 
-def to_document(item: MemoryItem) -> Document:
+def to_document(item: MemoryItem, *, include_score: bool = True) -> Document:
     """A fresh Document for ``item``; ``from_document`` gives the same item back.
 
     The id is copied into ``agentkit_id`` as well as ``Document.id`` because many
     compressors and filters rebuild documents and drop ``Document.id``.
+    ``include_score=False`` leaves ``agentkit_score`` out (see ``to_documents``).
     """
-    return to_documents([item])[0]
+    return to_documents([item], include_score=include_score)[0]
 
 
-def to_documents(items: list[MemoryItem]) -> list[Document]:
-    """``to_document`` for a whole result, in one tight loop (the sync hot path)."""
+def to_documents(items: list[MemoryItem], *, include_score: bool = True) -> list[Document]:
+    """``to_document`` for a whole result.
+
+    ``include_score=False`` drops the score from the documents: wrappers that dedupe
+    by document equality (``MultiQueryRetriever``) would otherwise see one record
+    twice whenever two queries scored it differently. The round trip then gives the
+    item back with ``score=None``; everything else is kept.
+    """
     out: list[Document] = []
-    append = out.append
-    fast = _FAST
     for item in items:
-        if type(item) is not MemoryItem and not isinstance(item, MemoryItem):
+        if not isinstance(item, MemoryItem):
             raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
         metadata = dict(item.metadata)
-        for key in metadata:
-            if key.startswith(RESERVED_PREFIX):
-                check_unreserved(metadata)  # raises, naming the key
+        check_unreserved(metadata)
         metadata[SOURCE_KEY] = item.source
-        score = item.score
-        if score is not None:
-            metadata[SCORE_KEY] = score
-        doc_id = item.id
-        if doc_id is not None:
-            metadata[ID_KEY] = doc_id
-        if fast:  # _fast_document, inlined: this loop is the sync path's hot spot
-            doc = _new(Document)
-            fields = doc.__dict__
-            fields["id"] = doc_id
-            fields["metadata"] = metadata
-            fields["page_content"] = item.content
-            fields["type"] = "Document"
-            _set_fields_set(doc, {"page_content", "metadata", "id"})
-            _set_extra(doc, None)
-            _set_private(doc, None)
-            append(doc)
-        else:
-            append(Document(page_content=item.content, metadata=metadata, id=doc_id))
+        if include_score and item.score is not None:
+            metadata[SCORE_KEY] = item.score
+        if item.id is not None:
+            metadata[ID_KEY] = item.id
+        out.append(Document(page_content=item.content, metadata=metadata, id=item.id))
     return out
 
 

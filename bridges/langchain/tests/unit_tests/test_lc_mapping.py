@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import pytest
 from agentkit_langchain import from_document, to_document
@@ -35,48 +34,22 @@ def test_missing_score_and_id_leave_no_stamp() -> None:
     assert doc.id is None
 
 
-def test_to_document_builds_an_ordinary_validated_equal_document() -> None:
+def test_to_document_builds_an_ordinary_document() -> None:
     item = MemoryItem("t", "s", 1.0, {"a": [1, 2]}, id="x")
-    fast = to_document(item)
-    slow = Document(page_content="t", metadata=dict(fast.metadata), id="x")
-    assert fast == slow
-    assert fast.model_dump() == slow.model_dump()
-    fast.metadata["new"] = 1  # a fresh, mutable dict per call
+    doc = to_document(item)
+    assert doc == Document(page_content="t", metadata=dict(doc.metadata), id="x")
+    doc.metadata["new"] = 1  # a fresh, mutable dict per call
     assert "new" not in item.metadata
-    assert to_document(item).metadata is not fast.metadata
+    assert to_document(item).metadata is not doc.metadata
 
 
-def test_fast_documents_behave_like_validated_ones_everywhere() -> None:
-    import pickle
-
-    from agentkit_langchain import mapping
-    from langchain_core.load import dumpd, load
-
-    item = MemoryItem("t", "s", 0.5, {"nested": {"a": [1, 2]}}, id="x")
-    fast = to_document(item)
-    slow = Document(page_content="t", metadata=dict(fast.metadata), id="x")
-    assert mapping._FAST  # the fast path is the one under test here
-    assert fast.model_fields_set == slow.model_fields_set
-    assert repr(fast) == repr(slow)
-    assert fast.model_dump_json() == slow.model_dump_json()
-    assert pickle.loads(pickle.dumps(fast)) == slow
-    with warnings.catch_warnings():  # load() is marked beta; its behaviour is what counts
-        warnings.simplefilter("ignore")
-        assert load(dumpd(fast), allowed_objects=[Document]) == slow
-    assert fast.model_copy(update={"page_content": "u"}).page_content == "u"
-    fast.page_content = "v"  # an ordinary mutable Document
-    assert fast.page_content == "v" and fast != slow
-
-
-def test_validated_fallback_gives_the_same_documents(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentkit_langchain import mapping
-
-    items = [MemoryItem("a", "s", 0.1, {"k": 1}, id="i"), MemoryItem("b", "t")]
-    fast = mapping.to_documents(items)
-    monkeypatch.setattr(mapping, "_FAST", False)
-    slow = mapping.to_documents(items)
-    assert fast == slow
-    assert [d.model_dump() for d in fast] == [d.model_dump() for d in slow]
+def test_score_can_be_left_out_for_equality_deduping_wrappers() -> None:
+    item = MemoryItem("t", "s", 0.5, {"a": 1}, id="x")
+    doc = to_document(item, include_score=False)
+    assert "agentkit_score" not in doc.metadata
+    # Two queries scoring one record differently now give equal documents.
+    assert doc == to_document(MemoryItem("t", "s", 0.9, {"a": 1}, id="x"), include_score=False)
+    assert from_document(doc) == MemoryItem("t", "s", None, {"a": 1}, id="x")
 
 
 @pytest.mark.parametrize("key", ["agentkit_source", "agentkit_score", "agentkit_anything"])

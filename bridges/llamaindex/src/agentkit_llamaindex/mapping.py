@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
-from pydantic import BaseModel
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
@@ -52,32 +51,7 @@ def _check_item(item: object) -> None:
         raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
 
 
-_SEP = "\x00"
-_BOUNDARY = _SEP + RESERVED_PREFIX
-_new = object.__new__
-
-
-def _slot_setter(name: str) -> Callable[[object, Any], None]:
-    """The raw setter of one of pydantic's instance slots: a C call, no attribute lookup."""
-    descriptor = vars(BaseModel).get(name)
-    setter = getattr(descriptor, "__set__", None)
-    if setter is None:  # another pydantic layout: _fast fails its check, validation is used
-        return lambda obj, value: object.__setattr__(obj, name, value)
-    return setter  # type: ignore[no-any-return]
-
-
-_set_dict = _slot_setter("__dict__")
-_set_fields = _slot_setter("__pydantic_fields_set__")
-_set_extra = _slot_setter("__pydantic_extra__")
-_set_private = _slot_setter("__pydantic_private__")
-_TEXT_FIELDS_SET = frozenset(
-    {"id_", "text", "metadata", "excluded_embed_metadata_keys", "excluded_llm_metadata_keys"}
-)
-_SCORED_FIELDS_SET = frozenset({"node", "score"})
-_STR_ONLY = {str}
-
-
-def _validated(node_id: str, text: str, meta: dict[str, Any], score: float | None) -> NodeWithScore:
+def _node(node_id: str, text: str, meta: dict[str, Any], score: float | None) -> NodeWithScore:
     node = TextNode(
         id_=node_id,
         text=text,
@@ -86,85 +60,6 @@ def _validated(node_id: str, text: str, meta: dict[str, Any], score: float | Non
         excluded_llm_metadata_keys=list(STAMP_KEYS),
     )
     return NodeWithScore(node=node, score=score)
-
-
-def _fast(node_id: str, text: str, meta: dict[str, Any], score: float | None) -> NodeWithScore:
-    """The same node as ``_validated``, without pydantic's validation pass.
-
-    MemoryItem has already checked every type, and validating ten nodes is most of
-    what a retrieve costs. Every container is fresh per node, as validation would make
-    it. ``_FAST`` checks this against a validated node at import time and the bridge
-    falls back to ``_validated`` if a LlamaIndex or pydantic upgrade changes the layout.
-    """
-    node = _new(TextNode)
-    _set_dict(
-        node,
-        {
-            "id_": node_id,
-            "embedding": None,
-            "metadata": meta,
-            "excluded_embed_metadata_keys": list(STAMP_KEYS),
-            "excluded_llm_metadata_keys": list(STAMP_KEYS),
-            "relationships": {},
-            "metadata_template": _METADATA_TMPL,
-            "metadata_separator": "\n",
-            "text": text,
-            "mimetype": "text/plain",
-            "start_char_idx": None,
-            "end_char_idx": None,
-            "text_template": _TEXT_TMPL,
-        },
-    )
-    _set_fields(node, set(_TEXT_FIELDS_SET))
-    _set_extra(node, None)
-    _set_private(node, None)
-    scored = _new(NodeWithScore)
-    _set_dict(scored, {"node": node, "score": score})
-    _set_fields(scored, set(_SCORED_FIELDS_SET))
-    _set_extra(scored, None)
-    _set_private(scored, None)
-    return scored
-
-
-_METADATA_TMPL: str = TextNode.model_fields["metadata_template"].default
-_TEXT_TMPL: str = TextNode.model_fields["text_template"].default
-
-
-_LLM = MetadataMode.LLM
-
-
-def _same(fast: Any, slow: Any) -> bool:
-    return (
-        type(fast) is type(slow)
-        and list(fast.__dict__) == list(slow.__dict__)
-        and fast.__dict__ == slow.__dict__
-        and fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
-        and fast.__pydantic_extra__ == slow.__pydantic_extra__
-        and fast.__pydantic_private__ == slow.__pydantic_private__
-    )
-
-
-def _fast_is_exact() -> bool:
-    try:
-        for score in (0.5, None):
-            fast = _fast("i", "t", {"k": 1, SOURCE_KEY: "s"}, score)
-            slow = _validated("i", "t", {"k": 1, SOURCE_KEY: "s"}, score)
-            if not (
-                _same(fast, slow)
-                and _same(fast.node, slow.node)
-                and fast == slow
-                and fast.model_dump() == slow.model_dump()
-                and fast.model_dump_json() == slow.model_dump_json()
-                and fast.node.get_content(_LLM) == slow.node.get_content(_LLM)
-                and fast.node.hash == slow.node.hash
-            ):
-                return False
-        return True
-    except Exception:
-        return False
-
-
-_FAST = _fast_is_exact()
 
 
 def to_node(item: MemoryItem) -> NodeWithScore:
@@ -178,38 +73,20 @@ def to_node(item: MemoryItem) -> NodeWithScore:
 
 
 def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
-    """``to_node`` for a whole result, ids made unique so LlamaIndex drops none.
-
-    One tight loop: on the sync retrieve path this is the bridge's largest cost.
-    """
+    """``to_node`` for a whole result, ids made unique so LlamaIndex drops none."""
     nodes: list[NodeWithScore] = []
-    append = nodes.append
     seen: set[str] = set()
-    fast = _FAST
     for item in items:
-        if type(item) is not MemoryItem:
-            _check_item(item)
-        meta = item.metadata
-        content = item.content
-        # Validation would turn str subclasses into plain str; only exact types skip it.
-        exact = fast and type(content) is str
-        if meta:
-            # One C-level scan instead of a Python loop per key; a hit (or a key that
-            # merely contains the prefix) gets the exact check, which names the key.
-            if _BOUNDARY in _SEP + _SEP.join(meta):
-                _check_reserved(meta)
-            exact = exact and set(map(type, meta)) == _STR_ONLY
-        stamped: dict[str, Any] = dict(meta)
-        source = item.source
-        stamped[SOURCE_KEY] = source
-        score = item.score
-        if score is not None:
-            stamped[SCORE_KEY] = score
+        _check_item(item)
+        _check_reserved(item.metadata)
+        stamped: dict[str, Any] = dict(item.metadata)
+        stamped[SOURCE_KEY] = item.source
+        if item.score is not None:
+            stamped[SCORE_KEY] = item.score
         node_id = item.id
         if node_id is None:
-            node_id = _stable_id(source, content)
+            node_id = _stable_id(item.source, item.content)
         else:
-            exact = exact and type(node_id) is str
             stamped[ID_KEY] = node_id
         if node_id in seen:
             n = 2
@@ -217,7 +94,7 @@ def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
                 n += 1
             node_id = f"{node_id}{_DUP_SEP}{n}"
         seen.add(node_id)
-        append((_fast if exact else _validated)(node_id, content, stamped, score))
+        nodes.append(_node(node_id, item.content, stamped, item.score))
     return nodes
 
 
