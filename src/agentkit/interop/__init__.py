@@ -1,43 +1,15 @@
-"""What both bridges need to put agentkit memory on a framework's own parts.
+"""What both bridges need from agentkit, framework-free: one implementation each.
 
-The tenancy codec for shared external stores (ids, stamps, widening) and the
-per-store filter dialects; one implementation, so the LangChain and LlamaIndex
-bridges cannot drift apart. Depends on the kernel only: no framework imports here.
+The sync runner (``run_sync``, ``run_blocking``), the tenancy codec for shared external
+stores, the stores' filter dialects, and mapping reranked results back to items.
+Nothing here imports LangChain or LlamaIndex.
 """
 
-from agentkit.interop._tenancy import (
-    CHUNK_KEY,
-    DOMAIN_KEY,
-    ID_NAMESPACE,
-    ID_PREFIX,
-    ORG_KEY,
-    STAMP_KEYS,
-    chunk_id_of,
-    in_scope,
-    is_unscoped,
-    record_stamps,
-    refuse_unfiltered,
-    stamp,
-    store_id,
-    strip_stamps,
-    widen,
-)
+from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 
 __all__ = [
-    # _tenancy
-    "CHUNK_KEY",
-    "DOMAIN_KEY",
-    "ID_NAMESPACE",
-    "ID_PREFIX",
-    "ORG_KEY",
-    "STAMP_KEYS",
-    "chunk_id_of",
-    "in_scope",
-    "is_unscoped",
-    "record_stamps",
-    "refuse_unfiltered",
-    "stamp",
-    "store_id",
-    "strip_stamps",
-    "widen",
+    # _runner
+    "blocking_pool",
+    "run_blocking",
+    "run_sync",
 ]

@@ -35,6 +35,10 @@ class StoreError(AgentkitError, RuntimeError):
     """A durable store could not be opened or used (missing file, bad schema)."""
 
 
+class SyncCallOnLoopThread(AgentkitError, RuntimeError):
+    """A sync entry point was called on the event loop thread it would wait for."""
+
+
 class CompositeWriteError(AgentkitError, RuntimeError):
     """At least one member of a CompositeMemory write failed.
 

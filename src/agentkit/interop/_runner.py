@@ -1,0 +1,223 @@
+"""Running agentkit's async memory from the frameworks' sync entry points, and back.
+
+Both bridges have sync entry points (``invoke``, ``retrieve``, ``embed_query``) over
+async memory, and async fan-outs over sync-only framework code. This module is the one
+answer to both:
+
+* ``run_sync`` hands a coroutine to ONE long-lived event loop on a daemon thread and
+  blocks until it is done. One loop for the process, not one per call, so loop-bound
+  resources (client sessions, ``asyncio.Lock``) stay valid across calls. The coroutine
+  is created once and run once: no inline attempt, no retry, so a query's side
+  effects happen once and a cache in the stack never stores a thrown-away answer.
+  It runs in a copy of the caller's contextvars context (LangChain's child-run config,
+  LlamaIndex's spans), and the caller's objects (its ``Ctx``) are passed as they are.
+* ``run_blocking`` runs sync-only framework code on a wide pool of our own, because the
+  default executor (``min(32, cpu + 4)`` threads) would serialise a fan-out of eight
+  sync retrievers on a small machine.
+
+Why not anyio's ``BlockingPortal`` or asgiref's ``async_to_sync``: the portal leaves
+the task running when the waiting caller is interrupted and has no fork story;
+asgiref refuses callers inside a running loop (a notebook cell) and runs each call on
+a fresh loop. What they agree on, we keep: calling the blocking entry point from the
+loop's own thread is an error, not a deadlock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import math
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, TypeVar
+
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, SyncCallOnLoopThread
+
+__all__ = ["blocking_pool", "run_blocking", "run_sync"]
+
+T = TypeVar("T")
+
+# Threads start lazily, so a wide pool costs nothing until a fan-out needs it.
+_POOL_WORKERS = 64
+
+
+class _State:
+    """The process's loop, its thread and the blocking pool; replaced whole after fork."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        self.pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+_state = _State()
+
+
+def _reset_after_fork() -> None:
+    # The child has none of the parent's threads: the loop would never run again and
+    # the pool's workers are gone. Drop them (closing the loop would raise, since it
+    # still believes it is running) and let the next call start afresh.
+    global _state
+    _state = _State()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+    asyncio.set_event_loop(loop)
+    loop.call_soon(started.set)
+    loop.run_forever()
+
+
+def _background() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    """The running background loop and its thread, started on first use."""
+    state = _state
+    loop, thread = state.loop, state.thread
+    if loop is not None and thread is not None and thread.is_alive():
+        return loop, thread
+    with state.lock:
+        if state.loop is None or state.thread is None or not state.thread.is_alive():
+            loop = asyncio.new_event_loop()
+            started = threading.Event()
+            thread = threading.Thread(
+                target=_serve, args=(loop, started), name="agentkit-interop-loop", daemon=True
+            )
+            thread.start()
+            started.wait()
+            state.loop, state.thread = loop, thread
+        return state.loop, state.thread
+
+
+class _Call(Generic[T]):
+    """One coroutine on the background loop, and the future its caller blocks on."""
+
+    __slots__ = ("context", "coro", "done", "finished", "loop", "task")
+
+    def __init__(
+        self,
+        coro: Coroutine[Any, Any, T],
+        context: contextvars.Context,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.coro = coro
+        self.context = context
+        self.loop = loop
+        self.done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self.task: asyncio.Task[None] | None = None
+        self.finished: threading.Event | None = None
+
+    def start(self) -> None:
+        """On the loop: wrap the coroutine in a task running in the caller's context."""
+        self.task = self.loop.create_task(self._drive(), context=self.context)
+
+    async def _drive(self) -> None:
+        # Settles ``done`` from inside the task: the caller wakes without waiting one
+        # more loop turn for a done-callback, and an exception the loop would re-raise
+        # (KeyboardInterrupt, SystemExit raised by the coroutine) goes to the caller
+        # instead of stopping the shared loop.
+        try:
+            result = await self.coro
+        except asyncio.CancelledError:
+            self.done.cancel()
+            raise
+        except BaseException as exc:
+            self.done.set_exception(exc)
+        else:
+            self.done.set_result(result)
+
+    def cancel(self) -> None:
+        """On the loop: cancel the task and note when it has finished unwinding."""
+        task, finished = self.task, self.finished
+        assert task is not None and finished is not None  # start() ran first (FIFO)
+        task.add_done_callback(lambda _: finished.set())
+        task.cancel()
+
+    def wait(self, timeout: float | None) -> T:
+        try:
+            return self.done.result(timeout)
+        except concurrent.futures.TimeoutError:
+            if self.done.done():
+                raise  # the coroutine's own TimeoutError
+            self._abandon()
+            raise TimeoutError(
+                f"the agentkit call did not finish within {timeout} s and was cancelled"
+            ) from None
+        except BaseException:
+            if not self.done.done():
+                self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        # The caller gave up (timeout, KeyboardInterrupt): the query must not go on
+        # running unseen. Cancel it and wait until it has unwound; a second interrupt
+        # while waiting stops the wait, not the cancellation.
+        self.finished = threading.Event()
+        self.loop.call_soon_threadsafe(self.cancel)
+        self.finished.wait()
+
+
+def _check_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InvalidArgumentType(f"timeout must be a number or None, got {type(timeout).__name__}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise InvalidArgument(f"timeout must be a positive finite number of seconds, got {timeout}")
+    return float(timeout)
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]], *, timeout: float | None = None) -> T:
+    """Run ``make()`` to completion on the background loop; block until it is done.
+
+    ``make`` is called exactly once, in the caller's thread, and its coroutine runs
+    exactly once. Works whether or not the calling thread has a running loop of its
+    own (that loop is blocked meanwhile: async callers should await instead). On
+    ``timeout`` (``TimeoutError``) or an interrupt in the waiting caller the task is
+    cancelled, and the call returns only once it has finished unwinding.
+
+    Raises ``SyncCallOnLoopThread`` when called from the background loop itself: it
+    would wait for a loop that cannot run until it returns.
+    """
+    limit = _check_timeout(timeout)
+    loop, thread = _background()
+    if threading.get_ident() == thread.ident:
+        raise SyncCallOnLoopThread(
+            "a sync agentkit entry point was called on the interop event loop's own "
+            "thread, where waiting would deadlock; await the async entry point instead"
+        )
+    coro = make()
+    if not inspect.iscoroutine(coro):
+        raise InvalidArgumentType(f"make must return a coroutine, got {type(coro).__name__}")
+    call: _Call[T] = _Call(coro, contextvars.copy_context(), loop)
+    loop.call_soon_threadsafe(call.start)
+    return call.wait(limit)
+
+
+def blocking_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The interop layer's thread pool for sync-only framework code (lazy threads)."""
+    state = _state
+    pool = state.pool
+    if pool is None:
+        with state.lock:
+            if state.pool is None:
+                state.pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=_POOL_WORKERS, thread_name_prefix="agentkit-interop"
+                )
+            pool = state.pool
+    return pool
+
+
+async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
+    """Await ``fn(*args)`` run on ``blocking_pool()``, in a copy of this context.
+
+    Cancelling the awaiting task returns at once; a call already running in its
+    thread finishes there (a thread cannot be stopped) and its result is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    return await loop.run_in_executor(blocking_pool(), context.run, fn, *args)
