@@ -1,15 +1,47 @@
-"""What both bridges need from agentkit, framework-free: one implementation each.
+"""What both bridges need to put agentkit memory on a framework's own parts.
 
-The sync runner (``run_sync``, ``run_blocking``), the tenancy codec for shared external
-stores, the stores' filter dialects, and mapping reranked results back to items.
-Nothing here imports LangChain or LlamaIndex.
+The sync runner (one background loop, a wide pool for sync-only framework code),
+the tenancy codec for shared external stores (ids, stamps, widening) and the
+per-store filter dialects; one implementation, so the LangChain and LlamaIndex
+bridges cannot drift apart. Depends on the kernel only: no framework imports here.
 """
 
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
+from agentkit.interop._tenancy import (
+    CHUNK_KEY,
+    DOMAIN_KEY,
+    ID_NAMESPACE,
+    ID_PREFIX,
+    ORG_KEY,
+    STAMP_KEYS,
+    chunk_id_of,
+    in_scope,
+    is_unscoped,
+    record_stamps,
+    refuse_unfiltered,
+    stamp,
+    store_id,
+    strip_stamps,
+    widen,
+)
 
 __all__ = [
-    # _runner
+    "CHUNK_KEY",
+    "DOMAIN_KEY",
+    "ID_NAMESPACE",
+    "ID_PREFIX",
+    "ORG_KEY",
+    "STAMP_KEYS",
     "blocking_pool",
+    "chunk_id_of",
+    "in_scope",
+    "is_unscoped",
+    "record_stamps",
+    "refuse_unfiltered",
     "run_blocking",
     "run_sync",
+    "stamp",
+    "store_id",
+    "strip_stamps",
+    "widen",
 ]
