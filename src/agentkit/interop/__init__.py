@@ -6,6 +6,7 @@ per-store filter dialects; one implementation, so the LangChain and LlamaIndex
 bridges cannot drift apart. Depends on the kernel only: no framework imports here.
 """
 
+from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._tenancy import (
     CHUNK_KEY,
@@ -31,13 +32,16 @@ __all__ = [
     "ID_NAMESPACE",
     "ID_PREFIX",
     "ORG_KEY",
+    "RERANK_KEY",
     "STAMP_KEYS",
+    "Seen",
     "blocking_pool",
     "chunk_id_of",
     "in_scope",
     "is_unscoped",
     "record_stamps",
     "refuse_unfiltered",
+    "reranked_items",
     "run_blocking",
     "run_sync",
     "stamp",
