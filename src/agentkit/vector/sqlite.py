@@ -190,7 +190,10 @@ class SQLiteVectorStore:
     embedder, its ``dim`` and name are recorded on first write and a different one is
     refused on reopen, because mixing two models' vectors silently ruins ranking.
     ``create=False`` refuses to make a new file (read-only commands use it to report a
-    mistyped path instead of creating an empty store).
+    mistyped path instead of creating an empty store). ``read_only=True`` goes further:
+    the file must already be an agentkit store (else StoreError naming it), and nothing
+    is created, migrated or recorded and writes are refused, so a read pointed at the
+    wrong file never changes it.
 
     Upsert is one transaction per call. A chunk whose text is unchanged keeps its stored
     vector and is not re-embedded, so re-ingesting a corpus costs database writes only.
@@ -202,6 +205,7 @@ class SQLiteVectorStore:
         *,
         embedder: Embedder | None,
         create: bool = True,
+        read_only: bool = False,
     ) -> None:
         if not isinstance(path, (str, Path)):
             raise InvalidArgumentType(f"path must be a str or Path, got {type(path).__name__}")
@@ -209,7 +213,8 @@ class SQLiteVectorStore:
             raise InvalidArgumentType("embedder must have an int dim and an async embed()")
         self.path = Path(path)
         self.embedder = embedder
-        self._create = create
+        self._create = create and not read_only
+        self._read_only = read_only
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentkit-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._opened: Future[None] | None = None
@@ -273,6 +278,8 @@ class SQLiteVectorStore:
         caller was cancelled must not land later while the caller reports it failed, and
         one already committing is waited for and reported as landed (see CommitGate).
         """
+        if self._read_only:
+            raise StoreError(f"store {str(self.path)!r} was opened read_only; writes are refused")
         await self.open()
         await run_gated(
             lambda gate: asyncio.wrap_future(self._pool.submit(fn, *args, gate))
@@ -382,6 +389,9 @@ class SQLiteVectorStore:
         return self._conn
 
     def _open_sync(self) -> None:
+        if self._read_only:
+            self._open_read_only()
+            return
         path = self.path
         if not path.parent.exists():
             if not self._create:
@@ -421,9 +431,38 @@ class SQLiteVectorStore:
         self._conn = conn
         self._data_version = self._current_version()
 
-    def _check_meta(self, conn: sqlite3.Connection) -> None:
+    def _open_read_only(self) -> None:
+        # mode=rw never creates the file; query_only makes SQLite refuse any change, yet
+        # (unlike mode=ro) the connection still removes the WAL side files it opened.
+        path = self.path
+        try:
+            conn = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None,
+                timeout=30.0,
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {str(path)!r}: {exc}") from exc
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("PRAGMA busy_timeout = 30000")
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            if not {"meta", "chunks", "chunks_fts"} <= tables:
+                raise StoreError(f"{str(path)!r} is not an agentkit store")
+            self._check_meta(conn, record=False)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{str(path)!r} is not a usable agentkit store: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        self._data_version = self._current_version()
+
+    def _check_meta(self, conn: sqlite3.Connection, *, record: bool = True) -> None:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         version = meta.get("schema_version")
+        if not record and version is None:
+            raise StoreError(f"{str(self.path)!r} is not an agentkit store (no schema version)")
         if version is not None and version != _SCHEMA_VERSION:
             raise StoreError(
                 f"store {str(self.path)!r} has schema version {version}; "
@@ -442,6 +481,8 @@ class SQLiteVectorStore:
                         "Open it with the same embedder, or use a new store file."
                     )
             updates["dim"], updates["embedder"] = dim, name
+        if not record:
+            return
         for key, value in updates.items():
             if meta.get(key) != value:
                 conn.execute(
