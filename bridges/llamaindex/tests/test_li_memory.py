@@ -158,7 +158,7 @@ async def test_sync_only_retrievers_fan_out_concurrently_without_blocking_the_lo
     assert len(during) >= 3
     gaps = [b - a for a, b in itertools.pairwise(beats)]
     assert max(gaps) < 0.15
-    assert all(t.startswith("agentkit-llamaindex") for s in sleepers for t in s.threads)
+    assert all(t.startswith("agentkit-interop") for s in sleepers for t in s.threads)
 
 
 async def test_k_is_validated_before_the_retriever_is_touched() -> None:

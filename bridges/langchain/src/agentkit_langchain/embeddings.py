@@ -11,8 +11,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from agentkit.interop import run_sync
 from agentkit.kernel.errors import InvalidArgumentType
-from agentkit_langchain import _sync
 
 
 class AgentkitEmbeddings(Embeddings):
@@ -30,7 +30,7 @@ class AgentkitEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         texts = list(texts)
-        rows = _sync.run_sync(lambda: self.embedder.embed(texts), key=self.embedder)
+        rows = run_sync(lambda: self.embedder.embed(texts))
         return [[float(x) for x in row] for row in rows.tolist()]
 
     def embed_query(self, text: str) -> list[float]:

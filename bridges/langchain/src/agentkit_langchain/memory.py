@@ -14,12 +14,12 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStoreRetriever
 
+from agentkit.interop import blocking_pool
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
-from agentkit_langchain import _sync
 from agentkit_langchain.mapping import (
     CHUNK_KEY,
     DOMAIN_KEY,
@@ -86,8 +86,6 @@ class LangChainMemory:
         k = check_k(k)
         where = check_where(where) or None
         ctx = check_ctx(ctx)
-        # Retriever calls fire callbacks and may start threads: never in an inline try.
-        _sync.require_loop()
         docs = await self._fetch(query, k, ctx, where)
         stamp = scope_stamp(ctx.scope)
         items: list[MemoryItem] = []
@@ -128,7 +126,7 @@ class LangChainMemory:
         call: Callable[[], list[Document]] = functools.partial(
             context.run, target.invoke, query
         )
-        pool = self._executor or _sync.executor()
+        pool = self._executor or blocking_pool()
         return list(await loop.run_in_executor(pool, call))
 
 

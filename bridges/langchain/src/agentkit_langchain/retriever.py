@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -13,17 +12,14 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import (
-    _set_config_context,
-    var_child_runnable_config,
-)
+from langchain_core.runnables.config import set_config_context, var_child_runnable_config
 from pydantic import ConfigDict, field_validator, model_validator
 
-from agentkit.kernel.ctx import Ctx, Scope, Timeline
+from agentkit.interop import run_sync
+from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
-from agentkit_langchain import _sync
 from agentkit_langchain.mapping import to_documents
 
 # Per-call keyword arguments the base class passes through on its own.
@@ -166,29 +162,19 @@ class AgentkitRetriever(BaseRetriever):
         **_: Any,
     ) -> list[Document]:
         query, k, where = self._call(query, k, where)
-        ctx, visible = self._ctx(_agentkit_ctx, run_manager.run_id.hex)
-        context = _child_context(run_manager)
+        ctx = self._ctx(_agentkit_ctx, run_manager.run_id.hex)
         memory = self.memory
-        runs: list[Ctx] = []
 
         def make() -> Any:
-            # A caller-visible Ctx is never handed to an attempt that may be thrown
-            # away: each attempt observes into a scratch timeline, and only the
-            # attempt whose answer is returned has its observations replayed.
-            run_ctx = Ctx(ctx.scope, run_id=ctx.run_id, timeline=Timeline()) if visible else ctx
-            runs.append(run_ctx)
-            return memory.query(query, k=k, ctx=run_ctx, where=where)
+            return memory.query(query, k=k, ctx=ctx, where=where)
 
-        def accept() -> bool:
-            # A member failure logged by an inline attempt may have been caused by
-            # the missing loop itself: let a real loop answer instead.
-            timeline = runs[-1].timeline
-            return not len(timeline) or not timeline.of("memory.source_failed")
-
-        items = _sync.run_sync(make, key=memory, context=context, accept=accept)
-        if visible:
-            for observation in runs[-1].timeline:
-                ctx.timeline.append(observation)
+        config = _child_config(run_manager)
+        if config is None:
+            items: list[MemoryItem] = run_sync(make)
+        else:
+            # run_sync runs the query in a copy of the context it is called in.
+            with set_config_context(config) as context:
+                items = context.run(run_sync, make)
         return _documents(items, k)
 
     async def _aget_relevant_documents(
@@ -202,31 +188,35 @@ class AgentkitRetriever(BaseRetriever):
         **_: Any,
     ) -> list[Document]:
         query, k, where = self._call(query, k, where)
-        ctx = self._ctx(_agentkit_ctx, run_manager.run_id.hex)[0]
-        context = _child_context(run_manager)
+        ctx = self._ctx(_agentkit_ctx, run_manager.run_id.hex)
         coro = self.memory.query(query, k=k, ctx=ctx, where=where)
-        items = await (coro if context is None else asyncio.create_task(coro, context=context))
+        config = _child_config(run_manager)
+        if config is None:
+            items: list[MemoryItem] = await coro
+        else:
+            with set_config_context(config) as context:
+                items = await asyncio.create_task(coro, context=context)
         return _documents(items, k)
 
-    def _ctx(self, given: Ctx | Scope | None, run_id: str) -> tuple[Ctx, bool]:
-        """The run's Ctx, and whether the caller can see it (so must get observations)."""
+    def _ctx(self, given: Ctx | Scope | None, run_id: str) -> Ctx:
+        """The caller's own Ctx when there is one (it receives the observations)."""
         if isinstance(given, Ctx):
-            return given, True
+            return given
         if given is None:
             if self.ctx is not None:
-                return self.ctx, True
+                return self.ctx
             given = self.scope if self.scope is not None else Scope()
         # The agentkit run id is LangChain's run id: one id to correlate both traces.
-        return Ctx(given, run_id=run_id), False
+        return Ctx(given, run_id=run_id)
 
 
-def _child_context(
+def _child_config(
     run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
-) -> contextvars.Context | None:
-    """A context whose child config points callbacks at this run, so children nest.
+) -> RunnableConfig | None:
+    """The child config that makes LangChain runs inside the memory nest under this one.
 
-    ``None`` when no handler is listening (nothing could see the nesting), which
-    spares the sync path building a child callback manager per call.
+    ``None`` when no handler is listening (nothing could see the nesting), which spares
+    each call building a child callback manager and a context.
     """
     if not run_manager.handlers and not run_manager.inheritable_handlers:
         return None
@@ -235,10 +225,7 @@ def _child_context(
     config["callbacks"] = run_manager.get_child()
     config.pop("run_name", None)
     config.pop("run_id", None)
-    context = contextvars.copy_context()
-    # Also points LangSmith's tracing context at this run when its tracer is on.
-    context.run(_set_config_context, config)
-    return context
+    return config
 
 
 def _documents(items: list[MemoryItem], k: int) -> list[Document]:

@@ -219,4 +219,4 @@ async def test_threads_used_are_the_bridge_pool() -> None:
             return [Document(page_content="x")]
 
     assert len(await LangChainMemory(Where()).query("q", k=1, ctx=Ctx())) == 1
-    assert names[0].startswith("agentkit-langchain")
+    assert names[0].startswith("agentkit-interop")

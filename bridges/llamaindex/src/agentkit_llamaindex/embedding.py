@@ -11,9 +11,9 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 
+from agentkit.interop import run_sync
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.vector.port import Embedder
-from agentkit_llamaindex._runtime import SyncRunner
 
 __all__ = ["AgentkitEmbedding"]
 
@@ -22,7 +22,6 @@ class AgentkitEmbedding(BaseEmbedding):
     """Wraps any ``agentkit.vector.Embedder`` (``HashingEmbedder``, sentence models)."""
 
     _embedder: Embedder = PrivateAttr()
-    _runner: SyncRunner = PrivateAttr()
 
     def __init__(self, embedder: Embedder, *, model_name: str | None = None, **kwargs: Any):
         if not isinstance(embedder, Embedder):
@@ -32,7 +31,6 @@ class AgentkitEmbedding(BaseEmbedding):
             )
         super().__init__(model_name=model_name or type(embedder).__name__, **kwargs)
         self._embedder = embedder
-        self._runner = SyncRunner()
 
     @classmethod
     def class_name(cls) -> str:
@@ -49,7 +47,7 @@ class AgentkitEmbedding(BaseEmbedding):
         return [[float(x) for x in row] for row in matrix.tolist()]
 
     def _embed(self, texts: list[str]) -> list[Embedding]:
-        return self._runner.run(lambda: self._aembed(texts))
+        return run_sync(lambda: self._aembed(texts))
 
     def _get_query_embedding(self, query: str) -> Embedding:
         return self._embed([query])[0]

@@ -11,6 +11,7 @@ from llama_index.core.indices.vector_store.retrievers import VectorIndexRetrieve
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore
 
+from agentkit.interop import run_blocking
 from agentkit.kernel import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
@@ -22,7 +23,6 @@ from agentkit_llamaindex._filters import (
     query_bundle,
     where_filters,
 )
-from agentkit_llamaindex._runtime import run_blocking
 from agentkit_llamaindex.mapping import from_node
 from agentkit_llamaindex.retriever import AgentkitRetriever
 from agentkit_llamaindex.vectorstore import (

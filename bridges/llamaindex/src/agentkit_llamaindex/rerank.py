@@ -7,10 +7,10 @@ import dataclasses
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore
 
+from agentkit.interop import run_blocking
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query
 from agentkit.state.memory import MemoryItem
-from agentkit_llamaindex._runtime import run_blocking
 from agentkit_llamaindex.mapping import from_node, to_nodes
 
 __all__ = ["PostprocessorReranker"]

@@ -11,11 +11,11 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from agentkit.interop import run_sync
 from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_where
 from agentkit.state.memory import MemoryItem, MemorySource
-from agentkit_llamaindex._runtime import SyncRunner
 from agentkit_llamaindex.mapping import to_nodes
 
 __all__ = ["AgentkitRetriever"]
@@ -48,8 +48,10 @@ class AgentkitRetriever(BaseRetriever):
     call; serve another tenant with ``bind(ctx=...)``, which copies rather than
     mutates, so one configured retriever can be shared by many requests.
 
-    ``aretrieve`` awaits the memory on the caller's loop. ``retrieve`` works anywhere,
-    inside a running loop too: see ``SyncRunner`` for how it stays cheap.
+    ``aretrieve`` awaits the memory on the caller's loop. ``retrieve`` runs the query
+    once on agentkit's background loop (``agentkit.interop.run_sync``) and blocks, so
+    it works anywhere, inside a running loop too. Both hand the memory the bound
+    ``Ctx`` object itself, so its timeline receives the run's observations.
 
     Scores pass through as the memory gave them, ``None`` included, so inside
     ``QueryFusionRetriever`` use the ``simple`` or ``reciprocal_rerank`` modes: the
@@ -74,9 +76,6 @@ class AgentkitRetriever(BaseRetriever):
         self._k = check_k(k)
         self._where = check_where(where)
         self._ctx = _check_ctx(ctx)
-        # Shared with bound copies: whether the memory's query suspends is a fact
-        # about the memory, not about the tenant.
-        self._runner = SyncRunner()
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -124,7 +123,7 @@ class AgentkitRetriever(BaseRetriever):
         return to_nodes(items[: self._k])
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        items: list[MemoryItem] = self._runner.run(lambda: self._query(query_bundle))
+        items: list[MemoryItem] = run_sync(lambda: self._query(query_bundle))
         return self._nodes(items)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -27,13 +27,14 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
 )
 
+from agentkit.interop import run_blocking
 from agentkit.kernel import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_llamaindex._filters import has_empty_any_of, query_bundle, where_filters
-from agentkit_llamaindex._runtime import ReadWriteLock, run_blocking
+from agentkit_llamaindex._locks import ReadWriteLock
 from agentkit_llamaindex.mapping import RESERVED_PREFIX, STAMP_KEYS
 
 __all__ = ["LlamaIndexVectorPort"]
