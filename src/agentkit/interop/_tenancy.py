@@ -5,7 +5,9 @@ space and one metadata bag per record, and knows nothing of scopes. Both bridges
 scopes on top of it the same way, here:
 
 * **Stamps.** A scoped record carries its scope in flat metadata keys (``ORG_KEY``,
-  ``DOMAIN_KEY``; ``""`` for an unset half, because some stores drop ``None``). A
+  ``DOMAIN_KEY``; ``""`` for an unset half, because some stores drop ``None``) and
+  ``SCOPED_KEY: SCOPED_VALUE``, a constant: "not equal to it" is how a store that
+  cannot say "key absent" (Chroma) still selects the unscoped bucket in one pass. A
   record with no stamp - anything a user wrote with plain LangChain/LlamaIndex code -
   is the *unscoped bucket*. So is a legacy record stamped ``("", "")``.
 * **Store ids.** The unscoped bucket keeps its own ids (chunk ``"doc-1"`` is record
@@ -40,6 +42,8 @@ __all__ = [
     "ID_NAMESPACE",
     "ID_PREFIX",
     "ORG_KEY",
+    "SCOPED_KEY",
+    "SCOPED_VALUE",
     "STAMP_KEYS",
     "chunk_id_of",
     "in_scope",
@@ -57,7 +61,9 @@ T = TypeVar("T")
 ORG_KEY = "agentkit_org_id"
 DOMAIN_KEY = "agentkit_domain_id"
 CHUNK_KEY = "agentkit_chunk_id"
-STAMP_KEYS = frozenset({ORG_KEY, DOMAIN_KEY, CHUNK_KEY})
+SCOPED_KEY = "agentkit_scoped"
+SCOPED_VALUE = "1"
+STAMP_KEYS = frozenset({ORG_KEY, DOMAIN_KEY, CHUNK_KEY, SCOPED_KEY})
 ID_PREFIX = "agentkit:"
 ID_NAMESPACE = _uuid.UUID("6f1d7c52-3a0e-4d8b-9a53-2f4b1c9e7a10")
 
@@ -73,11 +79,17 @@ def stamp(scope: Scope) -> dict[str, str]:
     """The scope keys a record of ``scope`` carries; ``{}`` for the unscoped bucket.
 
     Unscoped records carry no stamp, so they look exactly like a user's own records:
-    one bucket, one rule, whoever wrote them.
+    one bucket, one rule, whoever wrote them. To select the bucket in a store's
+    filter: ``SCOPED_KEY`` not equal to ``SCOPED_VALUE`` (absent counts as not
+    equal); the re-check with :func:`in_scope` stays the authority.
     """
     if is_unscoped(scope):
         return {}
-    return {ORG_KEY: scope.org_id or "", DOMAIN_KEY: scope.domain_id or ""}
+    return {
+        ORG_KEY: scope.org_id or "",
+        DOMAIN_KEY: scope.domain_id or "",
+        SCOPED_KEY: SCOPED_VALUE,
+    }
 
 
 def store_id(scope: Scope, chunk_id: str, *, uuid: bool = False) -> str:
