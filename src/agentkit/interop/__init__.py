@@ -6,6 +6,7 @@ per-store filter dialects; one implementation, so the LangChain and LlamaIndex
 bridges cannot drift apart. Depends on the kernel only: no framework imports here.
 """
 
+from agentkit.interop._dialects import DIALECTS, Condition, Dialect, conditions, dialect_for
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._tenancy import (
@@ -30,6 +31,7 @@ from agentkit.interop._tenancy import (
 
 __all__ = [
     "CHUNK_KEY",
+    "DIALECTS",
     "DOMAIN_KEY",
     "ID_NAMESPACE",
     "ID_PREFIX",
@@ -38,9 +40,13 @@ __all__ = [
     "SCOPED_KEY",
     "SCOPED_VALUE",
     "STAMP_KEYS",
+    "Condition",
+    "Dialect",
     "Seen",
     "blocking_pool",
     "chunk_id_of",
+    "conditions",
+    "dialect_for",
     "in_scope",
     "is_unscoped",
     "record_stamps",

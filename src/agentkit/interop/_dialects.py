@@ -1,0 +1,324 @@
+"""Filter dialects: one small function per LangChain store, from conditions to its filter.
+
+A search through a port asks for a scope and a ``where``; each store spells "metadata
+key equals value" its own way (Chroma wants ``$and`` around two keys, langchain-qdrant
+a ``models.Filter``, FAISS filters after its top ``fetch_k``). The port turns the
+request into :class:`Condition` objects (:func:`conditions`) and the store's
+:class:`Dialect` turns those into the store's own filter. A condition a dialect cannot
+spell exactly is left out, never approximated narrower: the pushed filter may only
+let through *more* than asked, because every hit is re-checked on the way out.
+
+The dialect is chosen from the store's class by module and class name (so nothing here
+imports a framework; Qdrant's ``models`` is imported only when a Qdrant filter is
+built), and the user may name or pass one. No dialect means the store cannot filter:
+the port refuses scoped use (see ``refuse_unfiltered``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentkit.interop._tenancy import (
+    DOMAIN_KEY,
+    ORG_KEY,
+    SCOPED_KEY,
+    SCOPED_VALUE,
+    is_unscoped,
+)
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.vector.port import matches_where
+
+__all__ = [
+    "DIALECTS",
+    "Condition",
+    "Dialect",
+    "chroma_filter",
+    "conditions",
+    "dialect_for",
+    "faiss_filter",
+    "flat_filter",
+    "in_memory_filter",
+    "pgvector_filter",
+    "qdrant_filter",
+]
+
+Op = Literal["eq", "in", "ne"]
+_SCALARS = (str, int, float, bool)
+_ANY_OF = (list, tuple, set, frozenset)
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One metadata test: ``eq`` (key present and equal), ``in`` (present and equal to
+    one of ``value``, a tuple), ``ne`` (absent, or present and not equal)."""
+
+    key: str
+    op: Op
+    value: Any
+
+
+def conditions(scope: Scope, where: Mapping[str, Any] | None) -> list[Condition] | None:
+    """The conditions a search of ``scope`` with ``where`` asks for.
+
+    None when ``where`` can match nothing (an empty any-of), so the caller can skip the
+    store. ``where`` values no store filter can carry (None, dicts, mixed lists of
+    non-scalars) are left to the re-check.
+    """
+    out: list[Condition] = []
+    if is_unscoped(scope):
+        out.append(Condition(SCOPED_KEY, "ne", SCOPED_VALUE))
+    else:
+        out.append(Condition(ORG_KEY, "eq", scope.org_id or ""))
+        out.append(Condition(DOMAIN_KEY, "eq", scope.domain_id or ""))
+    for key, value in (where or {}).items():
+        if isinstance(value, _ANY_OF):
+            values = tuple(value)
+            if not values:
+                return None
+            if all(_is_scalar(v) for v in values):
+                out.append(Condition(key, "in", values))
+        elif _is_scalar(value):
+            out.append(Condition(key, "eq", value))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one kind of store filters, and the store facts a port must work around.
+
+    ``build`` turns conditions into the store's ``filter=`` value (None: nothing to
+    push). ``fetch_k``: the store filters only its top ``fetch_k`` candidates (FAISS),
+    so a search passes ``fetch_k`` and a short answer does not mean "no more", only
+    reaching ``size(store)`` does. ``uuid_ids``: record ids must be UUIDs (Qdrant).
+    ``native_upsert``: adding a known id replaces the record (FAISS refuses it).
+    ``id_key``/``added_keys``: results carry the record id in that metadata key instead
+    of ``Document.id``, and the store adds those keys to every returned record.
+    """
+
+    name: str
+    build: Callable[[Sequence[Condition]], Any]
+    fetch_k: bool = False
+    size: Callable[[Any], int | None] | None = None
+    uuid_ids: bool = False
+    native_upsert: bool = True
+    id_key: str | None = None
+    added_keys: frozenset[str] = field(default_factory=frozenset)
+
+
+# --- one builder per store ---------------------------------------------------------
+
+
+def in_memory_filter(conds: Sequence[Condition]) -> Callable[[Any], bool] | None:
+    """LangChain ``InMemoryVectorStore``: a callable on the Document; exact for all ops."""
+    if not conds:
+        return None
+    tests = tuple(conds)
+
+    def keep(doc: Any) -> bool:
+        meta = doc.metadata
+        return all(_holds(meta, cond) for cond in tests)
+
+    return keep
+
+
+def chroma_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
+    """Chroma: ``{"k": {"$op": v}}``, several under ``$and`` (a flat dict is refused).
+
+    ``$in`` needs one value type; ``$ne`` also matches records without the key.
+    """
+    clauses: list[dict[str, Any]] = []
+    for cond in conds:
+        if cond.key.startswith("$"):
+            continue
+        if cond.op == "in":
+            if _one_type(cond.value):
+                clauses.append({cond.key: {"$in": list(cond.value)}})
+        else:
+            clauses.append({cond.key: {"$eq" if cond.op == "eq" else "$ne": cond.value}})
+    return _and(clauses)
+
+
+def faiss_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
+    """FAISS (langchain-community): its Python-side dict filter, applied after
+    ``fetch_k``. ``$neq`` compares ``metadata.get(key)``, so absent passes."""
+    clauses: list[dict[str, Any]] = []
+    for cond in conds:
+        if cond.key.startswith("$"):
+            continue
+        op = {"eq": "$eq", "in": "$in", "ne": "$neq"}[cond.op]
+        value = list(cond.value) if cond.op == "in" else cond.value
+        clauses.append({cond.key: {op: value}})
+    return _and(clauses)
+
+
+def pgvector_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
+    """PGVector (langchain-postgres): JSONB operators under ``$and``.
+
+    Field names must be identifiers. ``$in`` compares as text, so only all-str lists
+    are pushed; ``$ne`` on a missing key is not true in SQL, hence ``$exists``.
+    """
+    clauses: list[dict[str, Any]] = []
+    for cond in conds:
+        key = cond.key
+        if not key.isidentifier():
+            continue
+        if cond.op == "eq":
+            clauses.append({key: {"$eq": cond.value}})
+        elif cond.op == "in":
+            if all(isinstance(v, str) for v in cond.value):
+                clauses.append({key: {"$in": list(cond.value)}})
+        else:
+            clauses.append(
+                {"$or": [{key: {"$exists": False}}, {key: {"$ne": cond.value}}]}
+            )
+    return _and(clauses)
+
+
+def qdrant_filter(conds: Sequence[Condition]) -> Any:
+    """langchain-qdrant: a ``models.Filter`` on ``metadata.<key>`` payload paths.
+
+    Strings and bools match exactly; numbers as a one-point ``Range`` (so ``1`` finds a
+    stored ``1.0``, as the re-check would); any-of only for strings. Keys that Qdrant
+    would read as a path (dots, brackets, quotes) are left to the re-check.
+    """
+    from qdrant_client import models
+
+    must: list[Any] = []
+    must_not: list[Any] = []
+    for cond in conds:
+        if any(ch in cond.key for ch in '.[]"') or not cond.key:
+            continue
+        path = f"metadata.{cond.key}"
+        if cond.op == "in":
+            if all(isinstance(v, str) for v in cond.value):
+                must.append(
+                    models.FieldCondition(key=path, match=models.MatchAny(any=list(cond.value)))
+                )
+            continue
+        value = cond.value
+        if isinstance(value, (str, bool)):
+            test = models.FieldCondition(key=path, match=models.MatchValue(value=value))
+        else:
+            test = models.FieldCondition(key=path, range=models.Range(gte=value, lte=value))
+        (must if cond.op == "eq" else must_not).append(test)
+    if not must and not must_not:
+        return None
+    return models.Filter(must=must or None, must_not=must_not or None)
+
+
+def flat_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
+    """A flat ``{key: value}`` equality dict: what many stores take for simple filters
+    (``filter_style="dict"``). Only ``eq`` conditions, each key once."""
+    out: dict[str, Any] = {}
+    for cond in conds:
+        if cond.op == "eq" and cond.key not in out and not cond.key.startswith("$"):
+            out[cond.key] = cond.value
+    return out or None
+
+
+def _faiss_size(store: Any) -> int | None:
+    ntotal = getattr(getattr(store, "index", None), "ntotal", None)
+    return int(ntotal) if isinstance(ntotal, int) else None
+
+
+DIALECTS: dict[str, Dialect] = {
+    "in_memory": Dialect("in_memory", in_memory_filter),
+    "chroma": Dialect("chroma", chroma_filter),
+    "qdrant": Dialect(
+        "qdrant",
+        qdrant_filter,
+        uuid_ids=True,
+        id_key="_id",
+        added_keys=frozenset({"_id", "_collection_name"}),
+    ),
+    "faiss": Dialect(
+        "faiss", faiss_filter, fetch_k=True, size=_faiss_size, native_upsert=False
+    ),
+    "pgvector": Dialect("pgvector", pgvector_filter),
+    "dict": Dialect("dict", flat_filter),
+}
+
+# (top-level package, class name) -> dialect; matched along the store's MRO, so a
+# subclass of a known store keeps its dialect.
+_BY_CLASS: dict[tuple[str, str], str] = {
+    ("langchain_core", "InMemoryVectorStore"): "in_memory",
+    ("langchain_chroma", "Chroma"): "chroma",
+    ("langchain_qdrant", "QdrantVectorStore"): "qdrant",
+    ("langchain_community", "FAISS"): "faiss",
+    ("langchain_postgres", "PGVector"): "pgvector",
+}
+_ALIASES = {"callable": "in_memory", "inmemory": "in_memory", "postgres": "pgvector"}
+
+
+def dialect_for(
+    store: object, choice: str | Dialect | Callable[[dict[str, Any]], Any] = "auto"
+) -> Dialect | None:
+    """The dialect for ``store``: ``"auto"`` (by its class), a name from
+    :data:`DIALECTS`, ``"none"`` (cannot filter), a :class:`Dialect`, or a function
+    from an equality dict ``{key: value}`` to the store's filter (only equality
+    conditions reach it). None means the store cannot filter.
+    """
+    if isinstance(choice, Dialect):
+        return choice
+    if isinstance(choice, str):
+        if choice == "auto":
+            for cls in type(store).__mro__:
+                package = cls.__module__.partition(".")[0]
+                name = _BY_CLASS.get((package, cls.__name__))
+                if name is not None:
+                    return DIALECTS[name]
+            return None
+        if choice == "none":
+            return None
+        name = _ALIASES.get(choice, choice)
+        if name in DIALECTS:
+            return DIALECTS[name]
+        raise InvalidArgument(
+            f"unknown filter_style {choice!r}; expected 'auto', 'none', one of "
+            f"{sorted(DIALECTS)!r}, a Dialect or a callable"
+        )
+    if callable(choice):
+        user = choice
+
+        def build(conds: Sequence[Condition]) -> Any:
+            equality = flat_filter(conds)
+            return None if equality is None else user(equality)
+
+        return Dialect("custom", build)
+    raise InvalidArgumentType(
+        f"filter_style must be a str, a Dialect or a callable, got {type(choice).__name__}"
+    )
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _holds(meta: Mapping[str, Any], cond: Condition) -> bool:
+    if cond.op == "eq":
+        return matches_where(meta, {cond.key: cond.value})
+    if cond.op == "in":
+        return matches_where(meta, {cond.key: cond.value})
+    return not matches_where(meta, {cond.key: cond.value})
+
+
+def _is_scalar(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, _SCALARS)
+
+
+def _one_type(values: Sequence[Any]) -> bool:
+    kinds = {bool if isinstance(v, bool) else type(v) for v in values}
+    return len(kinds) == 1
+
+
+def _and(clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not clauses:
+        return None
+    if len(clauses) == 1:
+        return clauses[0]
+    return {"$and": clauses}
