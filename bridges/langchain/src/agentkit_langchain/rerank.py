@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables.config import var_child_runnable_config
 
+from agentkit.interop import RERANK_KEY, Seen, reranked_items
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query
 from agentkit.state.memory import MemoryItem
-from agentkit_langchain.mapping import as_score, to_document
-
-# Which input a returned document stands for, when the compressor rebuilt it.
-_INDEX_KEY = "agentkit_rerank_index"
+from agentkit_langchain.mapping import to_documents
 
 
 class CompressorReranker:
     """Rerank a merged pool with a ``BaseDocumentCompressor`` (cross-encoder, LLM, ...).
 
-    Returns the ORIGINAL items, in the compressor's order, cut to ``k``; an item
-    the compressor dropped is dropped. Its score becomes the compressor's
-    ``relevance_score`` only where the compressor set one (many reorder without
-    scoring, and a made-up score would mislead). Documents are matched back by a
-    position key in their metadata, since rerankers often rebuild documents and
-    lose ``Document.id``; failing that, by identity, then by text.
+    Returns the ORIGINAL items, in the compressor's order, each once, cut to ``k``;
+    an item the compressor dropped is dropped. Its score becomes the compressor's
+    ``relevance_score`` only where the compressor set one (many reorder or filter
+    without scoring, and a made-up score would mislead). Each document handed over
+    carries its pool position in metadata, so documents the compressor rebuilt
+    without ``Document.id`` or with rewritten text (LLM extractors) still find
+    their item; the matching itself is shared with the LlamaIndex bridge.
     """
 
     def __init__(self, compressor: BaseDocumentCompressor) -> None:
@@ -44,46 +40,27 @@ class CompressorReranker:
         pool = list(items)
         if not pool:
             return []
-        docs: list[Document] = []
-        for position, item in enumerate(pool):
-            doc = to_document(item)
-            doc.metadata[_INDEX_KEY] = position
-            docs.append(doc)
+        docs = to_documents(pool)
+        for position, doc in enumerate(docs):
+            doc.metadata[RERANK_KEY] = position
+        handed = [_seen(doc) for doc in docs]  # before the compressor can touch them
         config = var_child_runnable_config.get() or {}
         ranked = await self.compressor.acompress_documents(
             docs, query, callbacks=config.get("callbacks")
         )
-        taken: set[int] = set()
-        out: list[MemoryItem] = []
-        for doc in ranked:
-            found = _find(doc, docs, taken)
-            if found is None:
-                continue
-            taken.add(found)
-            out.append(_rescored(pool[found], doc))
-            if len(out) == k:
-                break
-        return out
+        return reranked_items(pool, handed, map(_seen, ranked), k=k)
 
 
-def _find(doc: Document, docs: list[Document], taken: set[int]) -> int | None:
-    index: Any = doc.metadata.get(_INDEX_KEY)
-    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(docs):
-        return None if index in taken else index
-    for i, original in enumerate(docs):
-        if i not in taken and original is doc:
-            return i
-    for i, original in enumerate(docs):
-        if i not in taken and original.page_content == doc.page_content:
-            return i
-    return None
-
-
-def _rescored(item: MemoryItem, doc: Document) -> MemoryItem:
-    new = as_score(doc.metadata.get("relevance_score"))
-    if new is None:
-        return item
-    # Carried over from the item's own metadata is not the compressor's verdict.
-    if "relevance_score" in item.metadata and as_score(item.metadata["relevance_score"]) == new:
-        return item
-    return dataclasses.replace(item, score=new)
+def _seen(doc: object) -> Seen:
+    if not isinstance(doc, Document):
+        raise InvalidArgumentType(
+            f"the compressor returned a {type(doc).__name__}, not a Document"
+        )
+    meta = doc.metadata
+    return Seen(
+        doc,
+        slot=meta.get(RERANK_KEY),
+        key=doc.id,
+        text=doc.page_content,
+        score=meta.get("relevance_score"),
+    )

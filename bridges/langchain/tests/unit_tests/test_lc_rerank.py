@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from agentkit_langchain import CompressorReranker
 from langchain_classic.retrievers.document_compressors import CrossEncoderReranker
-from langchain_core.callbacks import Callbacks
+from langchain_core.callbacks import CallbackManagerForLLMRun, Callbacks
 from langchain_core.cross_encoders import BaseCrossEncoder
 from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.language_models.llms import LLM
 
 from agentkit.kernel import Ctx
 from agentkit.state.journal import MutationJournal
@@ -113,3 +115,139 @@ async def test_validation() -> None:
     bad: Any = [MemoryItem("t", "s", metadata={"agentkit_x": 1})]
     with pytest.raises(ValueError, match="agentkit_x"):
         await rerank("t", bad, k=1)
+
+
+# --- LangChain's own compressors, offline ----------------------------------------------
+
+FRUIT = [
+    MemoryItem("yellow bananas ripen in the sun", "vec", 0.2, {"source": "b.md"}, id="b1"),
+    MemoryItem("red apples grow in orchards", "vec", 0.9, {"source": "a.md"}, id="a1"),
+    MemoryItem("sweet yellow bananas and ripe mangoes", "notes", None, {"n": 3}),
+    MemoryItem("green grapes on the vine", "vec", 0.4, {}, id="g1"),
+    MemoryItem("bananas are sweet", "journal", 0.7, {"n": 5}, id="b2"),
+]
+
+
+def _embeddings() -> Any:
+    from agentkit_langchain.embeddings import AgentkitEmbeddings
+
+    from agentkit.vector import HashingEmbedder
+
+    return AgentkitEmbeddings(HashingEmbedder(dim=512))
+
+
+def _by_content(docs: Sequence[Document]) -> list[MemoryItem]:
+    index = {item.content: item for item in FRUIT}
+    return [index[d.page_content] for d in docs]
+
+
+async def test_embeddings_filter_returns_the_originals_though_it_drops_ids() -> None:
+    from langchain_classic.retrievers.document_compressors import EmbeddingsFilter
+
+    compressor = EmbeddingsFilter(embeddings=_embeddings(), k=3)
+    # What the filter does with plain documents (it rebuilds them without Document.id).
+    plain = [Document(page_content=i.content, metadata=dict(i.metadata), id=i.id) for i in FRUIT]
+    direct = compressor.compress_documents(plain, "sweet yellow bananas")
+    assert all(d.id is None for d in direct)  # the behaviour the bridge must survive
+    out = await CompressorReranker(compressor)("sweet yellow bananas", FRUIT, k=3)
+    assert out == _by_content(direct)
+    assert all(any(o is i for i in FRUIT) for o in out)  # the very items, ids included
+    assert "green grapes on the vine" not in [o.content for o in out]
+
+
+async def test_a_compressor_pipeline_with_long_context_reorder() -> None:
+    from langchain_classic.retrievers.document_compressors import (
+        DocumentCompressorPipeline,
+        EmbeddingsFilter,
+    )
+    from langchain_community.document_transformers import LongContextReorder
+
+    pipeline = DocumentCompressorPipeline(
+        transformers=[EmbeddingsFilter(embeddings=_embeddings(), k=4), LongContextReorder()]
+    )
+    plain = [Document(page_content=i.content, metadata=dict(i.metadata)) for i in FRUIT]
+    expected = _by_content(pipeline.compress_documents(plain, "sweet yellow bananas"))
+    assert len(expected) == 4
+    out = await CompressorReranker(pipeline)("sweet yellow bananas", FRUIT, k=10)
+    assert out == expected
+    assert [o.score for o in out] == [o.score for o in expected]  # nobody scored: untouched
+    assert (await CompressorReranker(pipeline)("sweet yellow bananas", FRUIT, k=2)) == expected[:2]
+
+
+class ExtractingLLM(LLM):
+    """A deterministic stand-in for an LLM extractor: keeps the words of the context
+    that appear in the question, or answers NO_OUTPUT."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "extracting-fake"
+
+    def _call(
+        self,
+        prompt: str,
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> str:
+        question = prompt.split("> Question:")[1].split("\n")[0].split()
+        context = prompt.split(">>>\n")[1].split("\n>>>")[0]
+        kept = [w for w in context.split() if w in question]
+        return " ".join(kept) if kept else "NO_OUTPUT"
+
+
+async def test_an_llm_extractor_rewrites_text_and_the_items_still_come_back() -> None:
+    from langchain_classic.retrievers.document_compressors import LLMChainExtractor
+
+    extractor = LLMChainExtractor.from_llm(ExtractingLLM())
+    plain = [Document(page_content=i.content) for i in FRUIT]
+    rewritten = await extractor.acompress_documents(plain, "sweet bananas")
+    assert [d.page_content for d in rewritten] == ["bananas", "sweet bananas", "bananas sweet"]
+    out = await CompressorReranker(extractor)("sweet bananas", FRUIT, k=5)
+    # Matched by the carried position, not by the rewritten text; originals intact.
+    assert out == [FRUIT[0], FRUIT[2], FRUIT[4]]
+    assert out[1] is FRUIT[2]
+
+
+class Hostile(BaseDocumentCompressor):
+    """Everything a careless reranker does at once."""
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        d = list(documents)
+        return [
+            d[3],
+            d[3],  # the same document twice
+            Document(page_content="invented", metadata={"relevance_score": 9.0}),  # a stranger
+            Document(page_content=d[1].page_content),  # rebuilt bare: no id, no metadata
+            Document(page_content="new words", metadata={**d[3].metadata}),  # a copy of d[3]
+            Document(
+                page_content=d[0].page_content,
+                metadata={**d[0].metadata, "relevance_score": np.float64(0.75)},
+            ),
+            Document(
+                page_content=d[4].page_content,
+                metadata={**d[4].metadata, "relevance_score": "high"},
+            ),
+            d[2],
+        ]
+
+
+async def test_a_hostile_compressor_gives_each_original_once_in_its_order() -> None:
+    out = await CompressorReranker(Hostile())("q", FRUIT, k=10)
+    assert [o.content for o in out] == [FRUIT[i].content for i in (3, 1, 0, 4, 2)]
+    assert out[0] is FRUIT[3] and out[1] is FRUIT[1] and out[3] is FRUIT[4]
+    assert out[2].score == 0.75 and type(out[2].score) is float  # the one real verdict
+    assert (out[2].id, out[2].source, dict(out[2].metadata)) == ("b1", "vec", {"source": "b.md"})
+    assert await CompressorReranker(Hostile())("q", FRUIT, k=2) == [FRUIT[3], FRUIT[1]]
+
+
+async def test_a_compressor_returning_non_documents_is_named() -> None:
+    class Broken(BaseDocumentCompressor):
+        def compress_documents(
+            self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+        ) -> Sequence[Document]:
+            return ["not a document"]  # type: ignore[list-item]
+
+    with pytest.raises(TypeError, match="str, not a Document"):
+        await CompressorReranker(Broken())("q", FRUIT, k=2)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from agentkit.interop import run_blocking
+from agentkit.interop import RERANK_KEY, Seen, reranked_items, run_blocking
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query
 from agentkit.state.memory import MemoryItem
-from agentkit_llamaindex.mapping import from_node, to_nodes
+from agentkit_llamaindex.mapping import to_nodes
 
 __all__ = ["PostprocessorReranker"]
 
@@ -23,10 +21,13 @@ def _sync_only(postprocessor: BaseNodePostprocessor) -> bool:
 class PostprocessorReranker:
     """Rerank (or filter) a merged pool with a LlamaIndex ``BaseNodePostprocessor``.
 
-    The items that come back are the ORIGINAL items, in the postprocessor's order and
-    cut to ``k``: a postprocessor that rebuilds nodes cannot lose ids or metadata. An
-    item's score becomes the node's new score only where the postprocessor left one;
-    a dropped node drops its item. Sync-only postprocessors run on the bridge's pool.
+    The items that come back are the ORIGINAL items, in the postprocessor's order,
+    each once, cut to ``k``: a postprocessor that rebuilds nodes (new ids, new text)
+    or repeats one cannot change or duplicate an item. Each node handed over carries
+    its pool position in metadata (hidden from LLM and embed text); the matching is
+    shared with the LangChain bridge. An item's score becomes the node's new score
+    only where the postprocessor set one; a dropped node drops its item. Sync-only
+    postprocessors run on the interop layer's thread pool, off the event loop.
     """
 
     def __init__(self, postprocessor: BaseNodePostprocessor) -> None:
@@ -47,28 +48,31 @@ class PostprocessorReranker:
         if not pool:
             return []
         nodes = to_nodes(pool)
-        by_id = {n.node.node_id: item for n, item in zip(nodes, pool, strict=True)}
+        for position, scored in enumerate(nodes):
+            node = scored.node
+            node.metadata[RERANK_KEY] = position
+            node.excluded_llm_metadata_keys.append(RERANK_KEY)
+            node.excluded_embed_metadata_keys.append(RERANK_KEY)
+        handed = [_seen(n) for n in nodes]  # before the postprocessor can touch them
         out: list[NodeWithScore]
         if _sync_only(self.postprocessor):
-            out = await run_blocking(
-                lambda: self.postprocessor.postprocess_nodes(nodes, query_str=query)
-            )
+            postprocess = self.postprocessor.postprocess_nodes
+            out = await run_blocking(lambda: postprocess(nodes, query_str=query))
         else:
             out = await self.postprocessor.apostprocess_nodes(nodes, query_str=query)
-        ranked: list[MemoryItem] = []
-        taken: set[str] = set()
-        for nws in out:
-            node_id = nws.node.node_id
-            original = by_id.get(node_id)
-            if original is None:  # a rebuilt node: the stamps still say what it was
-                original = from_node(nws)
-            elif node_id in taken:
-                continue
-            taken.add(node_id)
-            score = nws.score
-            if score is not None and score != original.score:
-                original = dataclasses.replace(original, score=float(score))
-            ranked.append(original)
-            if len(ranked) == k:
-                break
-        return ranked
+        return reranked_items(pool, handed, map(_seen, out), k=k)
+
+
+def _seen(scored: object) -> Seen:
+    if not isinstance(scored, NodeWithScore):
+        raise InvalidArgumentType(
+            f"the postprocessor returned a {type(scored).__name__}, not a NodeWithScore"
+        )
+    node = scored.node
+    return Seen(
+        node,
+        slot=node.metadata.get(RERANK_KEY),
+        key=node.node_id,
+        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        score=scored.score,
+    )
