@@ -13,7 +13,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import set_config_context, var_child_runnable_config
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import ConfigDict, StrictBool, field_validator, model_validator
 
 from agentkit.interop import run_sync
 from agentkit.kernel.ctx import Ctx, Scope
@@ -52,6 +52,10 @@ class AgentkitRetriever(BaseRetriever):
     where: dict[str, Any] | None = None
     scope: Scope | None = None
     ctx: Ctx | None = None
+    # False leaves agentkit_score out of the documents, for wrappers that dedupe by
+    # document equality (MultiQueryRetriever): one record scored differently by two
+    # queries would otherwise come back twice. Lossless (True) is the default.
+    include_score: StrictBool = True
 
     @field_validator("memory")
     @classmethod
@@ -175,7 +179,7 @@ class AgentkitRetriever(BaseRetriever):
             # run_sync runs the query in a copy of the context it is called in.
             with set_config_context(config) as context:
                 items = context.run(run_sync, make)
-        return _documents(items, k)
+        return _documents(items, k, self.include_score)
 
     async def _aget_relevant_documents(
         self,
@@ -196,7 +200,7 @@ class AgentkitRetriever(BaseRetriever):
         else:
             with set_config_context(config) as context:
                 items = await asyncio.create_task(coro, context=context)
-        return _documents(items, k)
+        return _documents(items, k, self.include_score)
 
     def _ctx(self, given: Ctx | Scope | None, run_id: str) -> Ctx:
         """The caller's own Ctx when there is one (it receives the observations)."""
@@ -228,7 +232,7 @@ def _child_config(
     return config
 
 
-def _documents(items: list[MemoryItem], k: int) -> list[Document]:
+def _documents(items: list[MemoryItem], k: int, include_score: bool) -> list[Document]:
     if len(items) > k:
         items = items[:k]
-    return to_documents(items)
+    return to_documents(items, include_score=include_score)
