@@ -336,3 +336,41 @@ async def test_usable_as_an_async_context_manager_like_the_durable_stores() -> N
     async with InMemoryVectorStore() as store:
         await store.upsert([Chunk("1", "x")], scope=A)
         assert await store.count(scope=A) == 1
+
+
+# Text that is not valid Unicode (a lone surrogate) cannot be stored by any store; every
+# store refuses it through the one shared batch check, naming the chunk, before anything
+# lands. The id names the chunk, so when the id is the bad part the index does.
+LONE_SURROGATES = [
+    pytest.param(Chunk("t", "lone \ud800 surrogate"), r"chunk 't'.*text", id="text"),
+    pytest.param(Chunk("x\udfff", "fine"), r"chunks\[1\].*id", id="id"),
+    pytest.param(Chunk("mk", "fine", {"k\ud800": 1}), r"chunk 'mk'.*metadata", id="meta-key"),
+    pytest.param(
+        Chunk("mv", "fine", {"outer": {"list": ["ok", ("bad \udc80",)]}}),
+        r"chunk 'mv'.*metadata",
+        id="meta-nested-value",
+    ),
+    pytest.param(
+        Chunk("mn", "fine", {"outer": [{"k\udbff": "v"}]}), r"chunk 'mn'.*metadata", id="meta-nk"
+    ),
+]
+
+
+@pytest.mark.parametrize(("bad", "names"), LONE_SURROGATES)
+async def test_lone_surrogates_are_refused_naming_the_chunk(bad: Chunk, names: str) -> None:
+    store = await store_with_docs()
+    with pytest.raises(InvalidArgument, match=names):
+        await store.upsert([Chunk("new", "fresh row"), bad], scope=A)
+    assert await store.count(scope=A) == len(DOCS)
+    assert "new" not in {c.id for _, c in await store.search("fresh row", k=10, scope=A)}
+
+
+async def test_queries_and_filters_with_lone_surrogates_are_refused() -> None:
+    store = await store_with_docs()
+    with pytest.raises(InvalidArgument, match="query"):
+        await store.search("refund \ud800", k=2, scope=A)
+    with pytest.raises(InvalidArgument, match="where"):
+        await store.search("refund", k=2, scope=A, where={"lang": "e\udc00n"})
+    with pytest.raises(InvalidArgument, match=r"ids\[0\]"):
+        await store.delete(["\ud800"], scope=A)
+    assert await store.count(scope=A) == len(DOCS)

@@ -428,3 +428,49 @@ async def test_lexical_ranking_is_fts5_bm25_over_every_query_word(db: Path, k: i
     got = sorted(((round(-s, 4), c.id) for s, c in ours))
     want = sorted(((round(rank, 4), cid) for cid, rank in full))
     assert got == want
+
+
+LONE_SURROGATES = [
+    pytest.param(Chunk("t", "lone \ud800 surrogate"), r"chunk 't'.*text", id="text"),
+    pytest.param(Chunk("x\udfff", "fine"), r"chunks\[1\].*id", id="id"),
+    pytest.param(Chunk("mk", "fine", {"k\ud800": 1}), r"chunk 'mk'.*metadata", id="meta-key"),
+    pytest.param(
+        Chunk("mv", "fine", {"outer": {"list": ["ok", ("bad \udc80",)]}}),
+        r"chunk 'mv'.*metadata",
+        id="meta-nested-value",
+    ),
+]
+
+
+@pytest.mark.parametrize(("bad", "names"), LONE_SURROGATES)
+async def test_lone_surrogates_are_refused_naming_the_chunk(
+    db: Path, bad: Chunk, names: str
+) -> None:
+    store = await filled(db)
+    try:
+        with pytest.raises(InvalidArgument, match=names):
+            await store.upsert([Chunk("new", "fresh row"), bad], scope=ACME)
+        assert await store.count(scope=ACME) == len(DOCS)
+        assert await store.get(["new"], scope=ACME) == []
+    finally:
+        await store.close()
+
+
+async def test_queries_ids_and_filters_with_lone_surrogates_are_refused(db: Path) -> None:
+    store = await filled(db)
+    try:
+        with pytest.raises(InvalidArgument, match="query"):
+            await store.search("cat \ud800", k=2, scope=ACME)
+        with pytest.raises(InvalidArgument, match="query"):
+            await store.lexical_search("cat \ud800", k=2, scope=ACME)
+        with pytest.raises(InvalidArgument, match="where"):
+            await store.lexical_search("cat", k=2, scope=ACME, where={"kind": "p\udc00t"})
+        with pytest.raises(InvalidArgument, match=r"ids\[1\]"):
+            await store.delete(["cat", "\ud800"], scope=ACME)
+        with pytest.raises(InvalidArgument, match=r"ids\[0\]"):
+            await store.get(["\ud800"], scope=ACME)
+        with pytest.raises(InvalidArgument, match="scope"):
+            await store.search("cat", k=2, scope=Scope("ac\ud800me", "support"))
+        assert await store.count(scope=ACME) == len(DOCS)
+    finally:
+        await store.close()

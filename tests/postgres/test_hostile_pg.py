@@ -148,6 +148,16 @@ CASES += [
     Case("meta-nan", _upsert({"n": float("nan")}), (InvalidArgument, "JSON")),
     Case("meta-bytes", _upsert({"b": b"x"}), (InvalidArgument, "JSON")),
     Case("text-nul", _upsert({}, text="a\x00b"), (InvalidArgument, "NUL")),
+    # A lone surrogate is refused by the check every store shares, naming the chunk.
+    Case("text-surrogate", _upsert({}, text="a\ud800b"), (InvalidArgument, r"chunk 'bad'.*text")),
+    Case(
+        "meta-surrogate",
+        _upsert({"tags": ["ok", {"k": "\udc00"}]}),
+        (InvalidArgument, r"chunk 'bad'.*metadata\['tags'\]\[1\]\['k'\]"),
+    ),
+    Case("id-surrogate", _upsert({}, cid="b\udfff"), (InvalidArgument, r"chunks\[1\].*id")),
+    Case("dense-query-surrogate", _q("dense", "alpha \ud800"), (InvalidArgument, "query")),
+    Case("lexical-query-surrogate", _q("lexical", "alpha \ud800"), (InvalidArgument, "query")),
     Case(
         "memory-write-str",
         lambda s: VectorMemory(s).write(["raw"], ctx=CTX),  # type: ignore[list-item]

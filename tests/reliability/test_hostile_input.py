@@ -595,6 +595,31 @@ CASES: list[Case] = [
         ),
         raises(InvalidArgument, r"metadata\['d'\] is not JSON"),
     ),
+    # -- text that is not valid Unicode (lone surrogates): refused by name, nothing lands ----
+    Case(
+        "sqlite-text-surrogate",
+        _call(lambda e: e.store.upsert([Chunk("new", "ok"), Chunk("bad", "x\ud800")], scope=ACME)),
+        raises(InvalidArgument, r"chunk 'bad': text holds a lone surrogate"),
+    ),
+    Case(
+        "sqlite-meta-surrogate",
+        _upsert_meta({"tags": ["fine", {"k\udfff": 1}]}),
+        raises(InvalidArgument, r"chunk 'bad': metadata\['tags'\]\[1\] has a key"),
+    ),
+    Case(
+        "inmem-id-surrogate",
+        _call(lambda e: e.inmem.upsert([Chunk("new", "ok"), Chunk("\udc00", "t")], scope=ACME)),
+        raises(InvalidArgument, r"chunks\[1\]: id"),
+    ),
+    Case(
+        "sqlite-surrogate-via-memory",
+        _call(
+            lambda e: e.sources["sqlite"].write(
+                [MemoryItem("ok", "u"), MemoryItem("bad \ud83d", "u")], ctx=CTX
+            )
+        ),
+        raises(InvalidArgument, "lone surrogate"),
+    ),
     # -- where filters that look like SQL -----------------------------------------------------
     Case("where-sql-key", _query("sqlite", "alpha", where={"path' OR 1=1 --": "x"}), empty),
     Case("where-like-wildcard", _query("lexical", "alpha", where={"path": "%"}), empty),
@@ -705,6 +730,11 @@ for _s in SOURCES:
         Case(f"{_s}-k-2**63", _query(_s, "alpha", k=2**63), returns_what_exists(_s)),
         Case(f"{_s}-k-10**30", _query(_s, "alpha", k=10**30), returns_what_exists(_s)),
         Case(f"{_s}-empty-query", _query(_s, ""), a_list_without_leaks),
+        Case(
+            f"{_s}-query-surrogate",
+            _query(_s, "alpha \ud800"),
+            raises(InvalidArgument, "query holds a lone surrogate"),
+        ),
         Case(f"{_s}-punctuation-query", _query(_s, "?!*()\"'"), a_list_without_leaks),
     ]
     CASES += [

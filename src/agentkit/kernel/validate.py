@@ -27,7 +27,66 @@ def check_k(k: object) -> int:
 def check_query(query: object) -> str:
     if not isinstance(query, str):
         raise InvalidArgumentType(f"query must be a str, got {type(query).__name__}")
+    check_unicode(query, "query")
     return query
+
+
+def lone_surrogate(text: str) -> int | None:
+    """Where ``text`` stops being encodable as UTF-8 (a lone surrogate), or None.
+
+    Python strings may hold surrogate code points that no UTF-8 store, driver or file
+    can take; they fail deep inside a driver as a bare UnicodeEncodeError, often after
+    part of a batch was sent. ASCII, the common case, is answered without encoding.
+    """
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Refuse a str holding a lone surrogate, naming ``what`` and the position."""
+    at = lone_surrogate(text)
+    if at is not None:
+        raise InvalidArgument(
+            f"{what} holds a lone surrogate {text[at]!r} at position {at}; "
+            "it is not valid Unicode text and cannot be stored or searched"
+        )
+
+
+def unicode_problem(value: object, name: str) -> str | None:
+    """The first str inside ``value`` holding a lone surrogate, described for an error
+    message that calls ``value`` ``name``; None if clean. Mapping keys and values,
+    lists, tuples and sets are looked into, at any depth.
+
+    Walked with an explicit stack and a seen-set, so deep or cyclic metadata cannot
+    turn this check into a RecursionError or a hang (the JSON encoder reports those).
+    """
+    stack: list[tuple[object, str]] = [(value, name)]
+    seen: set[int] = set()
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            at = lone_surrogate(item)
+            if at is not None:
+                return f"{path} holds a lone surrogate {item[at]!r} at position {at}"
+            continue
+        if not isinstance(item, (Mapping, list, tuple, set, frozenset)):
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Mapping):
+            for key, sub in item.items():
+                if isinstance(key, str) and lone_surrogate(key) is not None:
+                    return f"{path} has a key {key!r} holding a lone surrogate"
+                stack.append((sub, f"{path}[{key!r}]"))
+        else:
+            stack.extend((sub, f"{path}[{i}]") for i, sub in enumerate(item))
+    return None
 
 
 def check_where(where: object) -> dict[str, Any] | None:
@@ -39,6 +98,9 @@ def check_where(where: object) -> dict[str, Any] | None:
     for key in where:
         if not isinstance(key, str):
             raise InvalidArgumentType(f"where keys must be str, got {type(key).__name__}")
+    problem = unicode_problem(where, "where")
+    if problem is not None:
+        raise InvalidArgument(problem)
     return dict(where)
 
 
@@ -72,6 +134,9 @@ def check_ctx(ctx: object) -> Ctx:
 def check_scope(scope: object) -> Scope:
     if not isinstance(scope, Scope):
         raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+    for part in (scope.org_id, scope.domain_id):
+        if isinstance(part, str) and lone_surrogate(part) is not None:
+            raise InvalidArgument(f"scope {scope!r} holds a lone surrogate; no store can key by it")
     return scope
 
 
@@ -83,4 +148,5 @@ def check_ids(ids: object) -> list[str]:
     for i, cid in enumerate(out):
         if not isinstance(cid, str):
             raise InvalidArgumentType(f"ids[{i}] must be a str, got {type(cid).__name__}")
+        check_unicode(cid, f"ids[{i}]")
     return out

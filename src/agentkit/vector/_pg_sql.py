@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from psycopg import sql
 
 from agentkit.kernel import validate
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
-from agentkit.vector.port import Chunk
+from agentkit.vector.port import check_chunks
 
 SCHEMA_TABLE = "agentkit_schema"
 _COLLECTION = re.compile(r"[a-z_][a-z0-9_]{0,47}")
@@ -55,14 +55,8 @@ def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
     Later copies of an id win, exactly as if the batch were upserted one by one (and
     because one INSERT ... ON CONFLICT cannot touch the same row twice).
     """
-    if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
-        raise InvalidArgumentType(
-            f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
-        )
     rows: dict[str, tuple[str, str, str]] = {}
-    for chunk in chunks:
-        if not isinstance(chunk, Chunk):
-            raise InvalidArgumentType(f"chunks must contain Chunk, got {type(chunk).__name__}")
+    for chunk in check_chunks(chunks):
         if "\x00" in chunk.id or "\x00" in chunk.text:
             raise InvalidArgument(f"chunk {chunk.id!r}: PostgreSQL text cannot hold NUL characters")
         try:

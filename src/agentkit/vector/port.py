@@ -10,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import lone_surrogate, unicode_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +106,11 @@ class LexicalPort(Protocol):
 
 
 def check_chunks(chunks: object) -> list[Chunk]:
-    """Materialise an upsert batch, refusing it whole if any element is not a Chunk."""
+    """Materialise an upsert batch, refusing it whole if any element cannot be stored.
+
+    Every store's write path starts here, so what no store can hold (a non-Chunk, text
+    that is not valid Unicode) is refused the same way everywhere, before anything lands.
+    """
     if isinstance(chunks, (str, bytes)) or not isinstance(chunks, Sequence):
         raise InvalidArgumentType(
             f"chunks must be a sequence of Chunk, got {type(chunks).__name__}"
@@ -114,4 +119,24 @@ def check_chunks(chunks: object) -> list[Chunk]:
     for i, chunk in enumerate(out):
         if not isinstance(chunk, Chunk):
             raise InvalidArgumentType(f"chunks[{i}] must be a Chunk, got {type(chunk).__name__}")
+        _check_unicode(i, chunk)
     return out
+
+
+def _check_unicode(i: int, chunk: Chunk) -> None:
+    """A lone surrogate would surface as a driver's UnicodeEncodeError mid-batch."""
+    at = lone_surrogate(chunk.id)
+    if at is not None:
+        raise InvalidArgument(
+            f"chunks[{i}]: id {chunk.id!r} holds a lone surrogate at position {at}; "
+            "ids must be valid Unicode text"
+        )
+    at = lone_surrogate(chunk.text)
+    if at is not None:
+        raise InvalidArgument(
+            f"chunk {chunk.id!r}: text holds a lone surrogate {chunk.text[at]!r} at "
+            f"position {at}; it is not valid Unicode text and cannot be stored"
+        )
+    problem = unicode_problem(chunk.metadata, "metadata") if chunk.metadata else None
+    if problem is not None:
+        raise InvalidArgument(f"chunk {chunk.id!r}: {problem}")
