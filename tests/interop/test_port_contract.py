@@ -1,0 +1,751 @@
+"""One contract for both VectorPorts, on every store a user of either framework runs.
+
+Every (bridge, store) pair below runs the same cases through the public API
+(``VectorMemory(LangChainVectorPort(store))``, ``LlamaIndexVectorPort(index)`` /
+``LlamaIndexVectorPort.from_vector_store(store, embed_model=...)`` and the ports'
+``upsert``/``search``/``delete``), with real stores: Chroma in-process, Qdrant local
+mode, FAISS, beside LangChain's ``InMemoryVectorStore`` and LlamaIndex's simple store.
+"One copy" is always counted with the store's own API, never through the port, so a
+port cannot hide a duplicate from the check.
+
+LlamaIndex's ``FaissVectorStore`` can neither filter nor delete: it runs the unscoped
+cases only, and its scoped use must be refused before anything is written. Where a case
+replaces or removes a record on it, the port may either do it or refuse with a clear
+agentkit error that leaves the store as it was - never silently keep a second copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import unicodedata
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import chromadb
+import faiss
+import pytest
+from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
+from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
+from langchain_chroma import Chroma
+from langchain_community.docstore.in_memory import InMemoryDocstore
+from langchain_community.vectorstores import FAISS
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_qdrant import QdrantVectorStore as LangChainQdrant
+from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.schema import TextNode
+from llama_index.vector_stores.chroma import ChromaVectorStore
+from llama_index.vector_stores.faiss import FaissVectorStore
+from llama_index.vector_stores.qdrant import QdrantVectorStore as LlamaIndexQdrant
+from qdrant_client import QdrantClient, models
+
+from agentkit.kernel import Ctx, Scope
+from agentkit.kernel.errors import AgentkitError
+from agentkit.state.memory import MemoryItem, VectorMemory
+from agentkit.vector import Chunk, HashingEmbedder
+
+DIM = 64
+EMBEDDER = HashingEmbedder(dim=DIM)
+UNSCOPED = Scope()
+ACME = Scope("acme", "support")
+GLOBEX = Scope("globex", "support")
+RESERVED = "agentkit_"
+# Qdrant takes only UUIDs (or unsigned ints) as point ids, so a Qdrant user's own
+# records carry UUIDs; everywhere else the user's id is a plain string.
+QDRANT_USER_ID = "6b0c1f0e-2a44-4e7b-9d38-1f1d2c3b4a51"
+QDRANT_USER_ID_2 = "0f3e9a7c-5d21-4b8e-8c6f-2a9d1e4b7c30"
+
+
+@dataclass
+class Pair:
+    """A port over a fresh real store, and the store's own view of what it holds."""
+
+    name: str
+    port: Any
+    count: Callable[[], int]  # records in the store, by the store's own API
+    text_of: Callable[[str], str | None]  # the store's own read of a record by raw id
+    raw_ids: Callable[[], list[str]]  # every record id the store holds
+    write_plain: Callable[[str, str, dict[str, Any]], None]  # framework code, no agentkit
+    source_key: str  # the metadata key the framework's loaders put a file path under
+    user_ids: tuple[str, str] = ("doc-1", "doc-2")  # ids a user picked for their records
+    scoped: bool = True  # the store can filter, so tenants may share it
+    deletes: bool = True  # the store can remove a record
+    extra: dict[str, Any] = field(default_factory=dict)
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
+
+
+# --- the stores ----------------------------------------------------------------------
+
+_CHROMA: list[Any] = []
+
+
+def _chroma_client() -> Any:
+    if not _CHROMA:
+        _CHROMA.append(chromadb.EphemeralClient())
+    return _CHROMA[0]
+
+
+def _fresh_name() -> str:
+    return "c" + uuid.uuid4().hex
+
+
+def _lc_embeddings() -> AgentkitEmbeddings:
+    return AgentkitEmbeddings(EMBEDDER)
+
+
+def _li_embedding() -> AgentkitEmbedding:
+    return AgentkitEmbedding(EMBEDDER)
+
+
+def _lc_text(store: Any, raw_id: str) -> str | None:
+    docs = store.get_by_ids([raw_id])
+    return str(docs[0].page_content) if docs else None
+
+
+def _lc_writer(store: Any) -> Callable[[str, str, dict[str, Any]], None]:
+    def write(raw_id: str, text: str, metadata: dict[str, Any]) -> None:
+        store.add_documents([Document(id=raw_id, page_content=text, metadata=metadata)])
+
+    return write
+
+
+def _li_writer(index: VectorStoreIndex) -> Callable[[str, str, dict[str, Any]], None]:
+    def write(raw_id: str, text: str, metadata: dict[str, Any]) -> None:
+        index.insert_nodes([TextNode(id_=raw_id, text=text, metadata=metadata)])
+
+    return write
+
+
+def _lc_inmemory() -> Pair:
+    store = InMemoryVectorStore(_lc_embeddings())
+    return Pair(
+        "lc-inmemory",
+        LangChainVectorPort(store),
+        count=lambda: len(store.store),
+        text_of=lambda i: _lc_text(store, i),
+        raw_ids=lambda: list(store.store),
+        write_plain=_lc_writer(store),
+        source_key="source",
+    )
+
+
+def _lc_chroma() -> Pair:
+    client, name = _chroma_client(), _fresh_name()
+    store = Chroma(collection_name=name, client=client, embedding_function=_lc_embeddings())
+    collection = client.get_collection(name)
+    return Pair(
+        "lc-chroma",
+        LangChainVectorPort(store),
+        count=collection.count,
+        text_of=lambda i: _lc_text(store, i),
+        raw_ids=lambda: list(collection.get()["ids"]),
+        write_plain=_lc_writer(store),
+        source_key="source",
+        cleanup=[lambda: client.delete_collection(name)],
+    )
+
+
+def _qdrant_ids(client: QdrantClient, name: str) -> list[str]:
+    if not client.collection_exists(name):
+        return []
+    points, _ = client.scroll(name, limit=100_000)
+    return [str(p.id) for p in points]
+
+
+def _qdrant_count(client: QdrantClient, name: str) -> int:
+    if not client.collection_exists(name):
+        return 0
+    return int(client.count(name, exact=True).count)
+
+
+def _lc_qdrant() -> Pair:
+    client, name = QdrantClient(location=":memory:"), _fresh_name()
+    # langchain-qdrant wraps an existing collection: the user creates it, empty.
+    client.create_collection(
+        name, vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    )
+    store = LangChainQdrant(client=client, collection_name=name, embedding=_lc_embeddings())
+    return Pair(
+        "lc-qdrant",
+        LangChainVectorPort(store),
+        count=lambda: _qdrant_count(client, name),
+        text_of=lambda i: _lc_text(store, i),
+        raw_ids=lambda: _qdrant_ids(client, name),
+        write_plain=_lc_writer(store),
+        source_key="source",
+        user_ids=(QDRANT_USER_ID, QDRANT_USER_ID_2),
+        cleanup=[client.close],
+    )
+
+
+def _lc_faiss() -> Pair:
+    store = FAISS(
+        embedding_function=_lc_embeddings(),
+        index=faiss.IndexFlatL2(DIM),
+        docstore=InMemoryDocstore(),
+        index_to_docstore_id={},
+    )
+    return Pair(
+        "lc-faiss",
+        LangChainVectorPort(store),
+        count=lambda: int(store.index.ntotal),
+        text_of=lambda i: _lc_text(store, i),
+        raw_ids=lambda: list(store.index_to_docstore_id.values()),
+        write_plain=_lc_writer(store),
+        source_key="source",
+    )
+
+
+def _li_simple() -> Pair:
+    index = VectorStoreIndex(nodes=[], embed_model=_li_embedding())
+    vectors = index.vector_store.data.embedding_dict  # type: ignore[attr-defined]
+
+    def text_of(raw_id: str) -> str | None:
+        if raw_id not in vectors:
+            return None
+        return str(index.docstore.get_node(raw_id).get_content())
+
+    return Pair(
+        "li-simple",
+        LlamaIndexVectorPort(index),
+        count=lambda: len(vectors),
+        text_of=text_of,
+        raw_ids=lambda: list(vectors),
+        write_plain=_li_writer(index),
+        source_key="file_path",
+    )
+
+
+def _li_chroma() -> Pair:
+    client, name = _chroma_client(), _fresh_name()
+    collection = client.create_collection(name)
+    store = ChromaVectorStore(chroma_collection=collection)
+    users_index = VectorStoreIndex.from_vector_store(store, embed_model=_li_embedding())
+
+    def text_of(raw_id: str) -> str | None:
+        got = collection.get(ids=[raw_id])
+        return str(got["documents"][0]) if got["ids"] else None
+
+    return Pair(
+        "li-chroma",
+        LlamaIndexVectorPort.from_vector_store(store, embed_model=_li_embedding()),
+        count=collection.count,
+        text_of=text_of,
+        raw_ids=lambda: list(collection.get()["ids"]),
+        write_plain=_li_writer(users_index),
+        source_key="file_path",
+        cleanup=[lambda: client.delete_collection(name)],
+    )
+
+
+def _li_qdrant() -> Pair:
+    client, name = QdrantClient(location=":memory:"), _fresh_name()
+    store = LlamaIndexQdrant(client=client, collection_name=name)  # not created yet
+    users_index = VectorStoreIndex.from_vector_store(store, embed_model=_li_embedding())
+
+    def text_of(raw_id: str) -> str | None:
+        if raw_id not in _qdrant_ids(client, name):
+            return None
+        return str(store.get_nodes(node_ids=[raw_id])[0].get_content())
+
+    return Pair(
+        "li-qdrant",
+        LlamaIndexVectorPort.from_vector_store(store, embed_model=_li_embedding()),
+        count=lambda: _qdrant_count(client, name),
+        text_of=text_of,
+        raw_ids=lambda: _qdrant_ids(client, name),
+        write_plain=_li_writer(users_index),
+        source_key="file_path",
+        user_ids=(QDRANT_USER_ID, QDRANT_USER_ID_2),
+        cleanup=[client.close],
+    )
+
+
+def _li_faiss() -> Pair:
+    flat = faiss.IndexFlatL2(DIM)
+    store = FaissVectorStore(faiss_index=flat)
+    index = VectorStoreIndex(
+        nodes=[],
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=_li_embedding(),
+    )
+    # The store keeps bare vectors; which of them the index still serves is its struct.
+    served = index.index_struct.nodes_dict
+
+    def text_of(raw_id: str) -> str | None:
+        if raw_id not in served.values():
+            return None
+        return str(index.docstore.get_node(raw_id).get_content())
+
+    return Pair(
+        "li-faiss",
+        LlamaIndexVectorPort(index),
+        count=lambda: len(index.index_struct.nodes_dict),
+        text_of=text_of,
+        raw_ids=lambda: list(index.index_struct.nodes_dict.values()),
+        write_plain=_li_writer(index),
+        source_key="file_path",
+        scoped=False,
+        deletes=False,
+        extra={"faiss": flat, "index": index},
+    )
+
+
+PAIRS: dict[str, Callable[[], Pair]] = {
+    "lc-inmemory": _lc_inmemory,
+    "lc-chroma": _lc_chroma,
+    "lc-qdrant": _lc_qdrant,
+    "lc-faiss": _lc_faiss,
+    "li-simple": _li_simple,
+    "li-chroma": _li_chroma,
+    "li-qdrant": _li_qdrant,
+    "li-faiss": _li_faiss,
+}
+SCOPED_PAIRS = [name for name in PAIRS if name != "li-faiss"]
+
+
+def _open(name: str) -> Iterator[Pair]:
+    built = PAIRS[name]()
+    try:
+        yield built
+    finally:
+        for undo in built.cleanup:
+            undo()
+
+
+@pytest.fixture(params=list(PAIRS))
+def pair(request: pytest.FixtureRequest) -> Iterator[Pair]:
+    """Every (bridge, store) pair; unscoped cases run here."""
+    yield from _open(request.param)
+
+
+@pytest.fixture(params=SCOPED_PAIRS)
+def scoped_pair(request: pytest.FixtureRequest) -> Iterator[Pair]:
+    """The pairs whose store can filter, so tenants may share it."""
+    yield from _open(request.param)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def _home(p: Pair) -> Scope:
+    """The scope a single-tenant case writes in: a tenant's, unless the store cannot."""
+    return ACME if p.scoped else UNSCOPED
+
+
+async def _replacing(p: Pair, action: Callable[[], Awaitable[Any]]) -> bool:
+    """Run a write that must replace or remove a record; True when it ran.
+
+    On a store that cannot delete, the port may refuse such a write instead, with an
+    agentkit error and the store as it was; anything else is a failure.
+    """
+    if p.deletes:
+        await action()
+        return True
+    before = sorted(p.raw_ids())
+    try:
+        await action()
+    except AgentkitError:
+        assert sorted(p.raw_ids()) == before, "a refused write changed the store"
+        return False
+    return True
+
+
+def _ids(hits: list[tuple[float, Chunk]]) -> list[str]:
+    return [chunk.id for _, chunk in hits]
+
+
+def _assert_scores(hits: list[tuple[float, Chunk]]) -> None:
+    """Plain finite floats, best first (higher means more relevant)."""
+    scores = [score for score, _ in hits]
+    for score in scores:
+        assert type(score) is float, f"score {score!r} is a {type(score).__name__}"
+        assert math.isfinite(score)
+    assert scores == sorted(scores, reverse=True), f"not best first: {scores}"
+
+
+def _assert_clean(hits: list[tuple[float, Chunk]]) -> None:
+    for _, chunk in hits:
+        leaked = [key for key in chunk.metadata if key.startswith(RESERVED)]
+        assert not leaked, f"{chunk.id!r} came back with the port's keys {leaked}"
+
+
+# --- the contract ---------------------------------------------------------------------
+
+
+async def test_ids_source_score_and_metadata_survive(pair: Pair) -> None:
+    scope = _home(pair)
+    memory, ctx = VectorMemory(pair.port), Ctx(scope)
+    meta = {"source": "guide/refunds.md", "page": 3, "lang": "en", "draft": False, "weight": 0.5}
+    await memory.write(
+        [
+            MemoryItem("refunds take five business days", "user", None, {"id": "refunds", **meta}),
+            MemoryItem("shipping to norway takes two weeks", "user", None,
+                       {"id": "shipping", "source": "guide/shipping.md"}),
+            MemoryItem("reset a password from the account page", "user", None,
+                       {"id": "password", "source": "guide/account.md"}),
+        ],
+        ctx=ctx,
+    )
+    assert pair.count() == 3
+
+    items = await memory.query("refunds take five business days", k=3, ctx=ctx)
+    assert items[0].id == "refunds"
+    assert {i.id for i in items} == {"refunds", "shipping", "password"}
+    first = items[0]
+    assert first.content == "refunds take five business days"
+    assert first.source == "vector"
+    assert dict(first.metadata) == meta
+    assert type(first.metadata["page"]) is int and type(first.metadata["draft"]) is bool
+    assert dict(items[1].metadata)["source"] in ("guide/shipping.md", "guide/account.md")
+
+    hits = await pair.port.search("refunds take five business days", k=3, scope=scope)
+    _assert_scores(hits)
+    _assert_clean(hits)
+    assert _ids(hits)[0] == "refunds"
+    assert hits[0][0] > hits[1][0], "the exact match must score higher than the others"
+    assert [i.score for i in items] == [s for s, _ in hits]
+
+
+async def test_upsert_replaces(pair: Pair) -> None:
+    scope = _home(pair)
+    await pair.port.upsert([Chunk("c1", "old text about apples", {"source": "a.md"})], scope=scope)
+
+    async def overwrite() -> None:
+        await pair.port.upsert(
+            [Chunk("c1", "new text about pears", {"source": "b.md"})], scope=scope
+        )
+
+    if not await _replacing(pair, overwrite):
+        return
+    assert pair.count() == 1, "an upsert of a known id must replace it, not add a copy"
+    for query in ("new text about pears", "old text about apples"):
+        hits = await pair.port.search(query, k=5, scope=scope)
+        assert [(c.id, c.text, dict(c.metadata)) for _, c in hits] == [
+            ("c1", "new text about pears", {"source": "b.md"})
+        ]
+
+
+async def test_recalled_item_written_back_updates_it(pair: Pair) -> None:
+    memory, ctx = VectorMemory(pair.port), Ctx(_home(pair))
+    await memory.write(
+        [MemoryItem("the cafeteria opens at eight", "user", None,
+                    {"id": "cafe", "source": "x.md"})],
+        ctx=ctx,
+    )
+    [item] = await memory.query("cafeteria opens", k=3, ctx=ctx)
+    assert item.id == "cafe"
+
+    async def write_back() -> None:
+        await memory.write([dataclasses.replace(item, content="the cafeteria opens at nine")],
+                           ctx=ctx)
+
+    if not await _replacing(pair, write_back):
+        return
+    assert pair.count() == 1
+    again = await memory.query("cafeteria opens", k=3, ctx=ctx)
+    assert [(i.id, i.content, dict(i.metadata)) for i in again] == [
+        ("cafe", "the cafeteria opens at nine", {"source": "x.md"})
+    ]
+
+
+async def test_two_tenants_with_one_id_never_touch(scoped_pair: Pair) -> None:
+    port = scoped_pair.port
+    await port.upsert([Chunk("1", "acme refund rules")], scope=ACME)
+    await port.upsert([Chunk("1", "globex refund rules")], scope=GLOBEX)
+    assert scoped_pair.count() == 2
+
+    async def texts(scope: Scope) -> list[tuple[str, str]]:
+        hits = await port.search("refund rules", k=5, scope=scope)
+        _assert_clean(hits)
+        return [(c.id, c.text) for _, c in hits]
+
+    assert await texts(ACME) == [("1", "acme refund rules")]
+    assert await texts(GLOBEX) == [("1", "globex refund rules")]
+    assert await texts(UNSCOPED) == []
+    assert await texts(Scope("acme")) == []  # half a scope is another bucket
+
+    await port.upsert([Chunk("1", "acme refund rules, second edition")], scope=ACME)
+    assert scoped_pair.count() == 2
+    assert await texts(ACME) == [("1", "acme refund rules, second edition")]
+    assert await texts(GLOBEX) == [("1", "globex refund rules")]
+
+    await port.delete(["1"], scope=ACME)
+    assert scoped_pair.count() == 1
+    assert await texts(ACME) == []
+    assert await texts(GLOBEX) == [("1", "globex refund rules")]
+
+
+async def test_delete_with_unknown_ids_removes_the_known_ones(pair: Pair) -> None:
+    scope = _home(pair)
+    await pair.port.upsert(
+        [Chunk(i, f"delete case record {i}") for i in ("a", "b", "c")], scope=scope
+    )
+    assert pair.count() == 3
+    await pair.port.delete([], scope=scope)  # "nothing", never "everything"
+    assert pair.count() == 3
+
+    async def delete() -> None:
+        await pair.port.delete(["a", "never-written", "c"], scope=scope)
+
+    if not await _replacing(pair, delete):
+        return
+    assert pair.count() == 1
+    hits = await pair.port.search("delete case record", k=5, scope=scope)
+    assert _ids(hits) == ["b"]
+    await pair.port.delete(["a", "c"], scope=scope)  # gone already: still not an error
+    assert pair.count() == 1
+
+
+async def test_where(pair: Pair) -> None:
+    scope = _home(pair)
+    query = "refund policy details"
+    chunks = [
+        Chunk(f"en-{i}", f"refund policy details {i}", {"lang": "en", "page": i % 5})
+        for i in range(30)
+    ]
+    chunks += [
+        Chunk("de-1", "refund notes", {"lang": "de", "page": 1}),
+        Chunk("fr-1", "policy notes", {"lang": "fr", "page": 1}),
+        Chunk("bare", "refund policy details without tags"),
+        Chunk("flag-bool", "refund policy flags", {"reviewed": True}),
+        Chunk("flag-int", "refund policy flags too", {"reviewed": 1}),
+    ]
+    await pair.port.upsert(chunks, scope=scope)
+
+    async def search(where: dict[str, Any], k: int) -> list[tuple[float, Chunk]]:
+        hits = await pair.port.search(query, k=k, scope=scope, where=where)
+        _assert_scores(hits)
+        _assert_clean(hits)
+        return hits
+
+    # The one German record ranks below thirty English ones; it must still come back.
+    assert _ids(await search({"lang": "de"}, 3)) == ["de-1"]
+    assert set(_ids(await search({"lang": ["de", "fr"]}, 5))) == {"de-1", "fr-1"}
+    english = await search({"lang": "en"}, 4)
+    assert len(english) == 4 and all(c.metadata["lang"] == "en" for _, c in english)
+    paged = await search({"lang": "en", "page": 2}, 3)
+    assert len(paged) == 3
+    assert all(c.metadata["lang"] == "en" and c.metadata["page"] == 2 for _, c in paged)
+    assert _ids(await search({"reviewed": True}, 5)) == ["flag-bool"]
+    assert _ids(await search({"lang": "xx"}, 5)) == []
+    assert _ids(await search({"missing": "v"}, 5)) == []
+
+    memory = VectorMemory(pair.port, where={"lang": "de"})
+    items = await memory.query(query, k=2, ctx=Ctx(scope))
+    assert [i.id for i in items] == ["de-1"]
+
+
+async def test_a_tenant_among_many_others_gets_its_k(scoped_pair: Pair) -> None:
+    port = scoped_pair.port
+    query = "quarterly revenue report"
+    crowd = [Scope(f"other-{t}", "finance") for t in range(4)]
+    for other in crowd:  # 200 records that all outrank the tenant's own three
+        await port.upsert([Chunk(f"r{i}", query) for i in range(50)], scope=other)
+    mine = Scope("mine", "finance")
+    own = [
+        Chunk("m1", "revenue notes for the first quarter", {"kind": "notes"}),
+        Chunk("m2", "revenue figures, second quarter", {"kind": "figures"}),
+        Chunk("m3", "quarterly revenue summary draft", {"kind": "notes"}),
+    ]
+    await port.upsert(own, scope=mine)
+    assert scoped_pair.count() == 203
+
+    hits = await port.search(query, k=3, scope=mine)
+    _assert_scores(hits)
+    assert sorted(_ids(hits)) == ["m1", "m2", "m3"]
+    assert sorted(_ids(await port.search(query, k=10, scope=mine))) == ["m1", "m2", "m3"]
+    assert sorted(_ids(await port.search(query, k=5, scope=mine, where={"kind": "notes"}))) == [
+        "m1", "m3"]
+    items = await VectorMemory(port).query(query, k=3, ctx=Ctx(mine))
+    assert sorted(i.id for i in items) == ["m1", "m2", "m3"]
+    others = await port.search(query, k=60, scope=crowd[0])
+    assert sorted(_ids(others)) == sorted(f"r{i}" for i in range(50))
+
+
+async def test_existing_data_is_read_updated_written_back_and_deleted(pair: Pair) -> None:
+    mine, theirs = pair.user_ids
+    key = pair.source_key
+    pair.write_plain(mine, "the onboarding checklist for new hires", {key: "docs/onboarding.md"})
+    pair.write_plain(theirs, "travel expense rules", {key: "docs/travel.md"})
+    assert pair.count() == 2
+    port = pair.port
+
+    hits = await port.search("onboarding checklist", k=1, scope=UNSCOPED)
+    _assert_scores(hits)
+    _assert_clean(hits)
+    assert [(c.id, c.text) for _, c in hits] == [(mine, "the onboarding checklist for new hires")]
+    assert hits[0][1].metadata[key] == "docs/onboarding.md"
+    where = await port.search("onboarding checklist", k=5, scope=UNSCOPED,
+                              where={key: "docs/travel.md"})
+    assert _ids(where) == [theirs]
+    if pair.scoped:  # a tenant never sees the shared records
+        assert await port.search("onboarding checklist", k=5, scope=ACME) == []
+        await port.delete([mine, theirs], scope=ACME)
+        await port.upsert([Chunk(mine, "acme's own checklist")], scope=ACME)
+        assert pair.text_of(mine) == "the onboarding checklist for new hires"
+        assert pair.count() == 3
+        await port.delete([mine], scope=ACME)
+    assert pair.count() == 2
+
+    async def update() -> None:
+        await port.upsert(
+            [Chunk(mine, "the onboarding checklist, revised", {key: "docs/onboarding.md"})],
+            scope=UNSCOPED,
+        )
+
+    if await _replacing(pair, update):
+        assert pair.count() == 2, "writing the user's id must update their record in place"
+        assert pair.text_of(mine) == "the onboarding checklist, revised"
+
+        memory, ctx = VectorMemory(port), Ctx(UNSCOPED)
+        [item] = await memory.query("onboarding checklist", k=1, ctx=ctx)
+        assert item.id == mine and item.metadata[key] == "docs/onboarding.md"
+        await memory.write([dataclasses.replace(item, content="onboarding checklist v3")],
+                           ctx=ctx)
+        assert pair.count() == 2, "a recalled record written back must update it"
+        assert pair.text_of(mine) == "onboarding checklist v3"
+        again = await memory.query("onboarding checklist", k=5, ctx=ctx)
+        assert [i.id for i in again].count(mine) == 1
+
+    async def delete() -> None:
+        await port.delete([mine, "never-written"], scope=UNSCOPED)
+
+    if await _replacing(pair, delete):
+        assert pair.count() == 1
+        assert pair.text_of(mine) is None
+        assert pair.text_of(theirs) == "travel expense rules"
+
+
+async def test_existing_data_is_found_among_many_tenant_records(scoped_pair: Pair) -> None:
+    mine, _ = scoped_pair.user_ids
+    key = scoped_pair.source_key
+    scoped_pair.write_plain(mine, "holiday calendar for the office", {key: "docs/holidays.md"})
+    query = "shared holiday calendar"
+    for t in range(4):  # 200 tenant records, every one closer to the query
+        await scoped_pair.port.upsert(
+            [Chunk(f"h{i}", query) for i in range(50)], scope=Scope(f"tenant-{t}", "hr")
+        )
+    assert scoped_pair.count() == 201
+
+    hits = await scoped_pair.port.search(query, k=3, scope=UNSCOPED)
+    _assert_clean(hits)
+    assert _ids(hits) == [mine]
+    assert hits[0][1].metadata[key] == "docs/holidays.md"
+    where = await scoped_pair.port.search(query, k=3, scope=UNSCOPED,
+                                          where={key: "docs/holidays.md"})
+    assert _ids(where) == [mine]
+    items = await VectorMemory(scoped_pair.port).query(query, k=1, ctx=Ctx())
+    assert [i.id for i in items] == [mine]
+
+
+# Scope ids that a separator, an escape, a pattern, case folding or Unicode
+# normalisation could make meet; every (scope, chunk id) here is its own record.
+_NFC, _NFD = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+ODD: list[tuple[Scope, str]] = [
+    (UNSCOPED, "x"),
+    (Scope("a\x1fb", "c"), "x"), (Scope("a", "b\x1fc"), "x"), (Scope("a%1Fb", "c"), "x"),
+    (Scope("a:b", "c"), "x"), (Scope("a", "b:c"), "x"), (Scope("a%3Ab", "c"), "x"),
+    (Scope("a/b", "c"), "x"), (Scope("a", "b/c"), "x"), (Scope("a%2Fb", "c"), "x"),
+    (Scope("a|b", "c"), "x"), (Scope("a", "b|c"), "x"),
+    (Scope("a\x00b", "c"), "x"), (Scope("a", "b\x00c"), "x"),
+    (Scope('q"1', "c"), "x"), (Scope("q'1", "c"), "x"), (Scope("q`1", "c"), "x"),
+    (Scope("p%", "c"), "x"), (Scope("p%25", "c"), "x"), (Scope("pq", "c"), "x"),
+    (Scope("p_", "c"), "x"), (Scope("p*", "c"), "x"), (Scope("p.*", "c"), "x"),
+    (Scope("Org", "c"), "x"), (Scope("org", "c"), "x"), (Scope("ORG", "c"), "x"),
+    (Scope(_NFC, "c"), "x"), (Scope(_NFD, "c"), "x"),
+    (Scope("a"), "x"), (Scope(None, "a"), "x"), (Scope("a", "a"), "x"),
+    (Scope("a", "b"), "c\x1fd"), (Scope("a", "b"), "c:d"), (Scope("a", "b"), "c/d"),
+    (Scope("a", "b"), "c%3Ad"), (Scope("a", "b\x1fc"), "d"), (Scope("a", "b:c"), "d"),
+    (Scope("a", "b/c"), "d"), (Scope("a", "b"), "x"),
+]
+
+
+async def test_odd_scope_ids_never_meet(scoped_pair: Pair) -> None:
+    assert len(set(ODD)) == len(ODD)
+    port = scoped_pair.port
+    texts: list[str | None] = [f"odd scope record number{n}" for n in range(len(ODD))]
+    for n, (scope, chunk_id) in enumerate(ODD):
+        await port.upsert([Chunk(chunk_id, texts[n] or "")], scope=scope)
+    assert scoped_pair.count() == len(ODD)
+
+    async def check_every_scope() -> None:
+        for scope in dict.fromkeys(s for s, _ in ODD):
+            hits = await port.search("odd scope record", k=len(ODD), scope=scope)
+            _assert_clean(hits)
+            want = sorted(
+                (chunk_id, text)
+                for (s, chunk_id), text in zip(ODD, texts, strict=True)
+                if s == scope and text is not None
+            )
+            assert sorted((c.id, c.text) for _, c in hits) == want, f"scope {scope!r}"
+
+    await check_every_scope()
+    # Overwrite in one of each look-alike couple, delete in the other: nobody else moves.
+    for n in (1, 4, 12, 26, 28):
+        scope, chunk_id = ODD[n]
+        texts[n] = f"odd scope record rewritten{n}"
+        await port.upsert([Chunk(chunk_id, texts[n] or "")], scope=scope)
+    for n in (2, 5, 13, 27, 29):
+        scope, chunk_id = ODD[n]
+        texts[n] = None
+        await port.delete([chunk_id], scope=scope)
+    assert scoped_pair.count() == len(ODD) - 5
+    await check_every_scope()
+
+
+async def test_a_raw_store_id_cannot_reach_a_scoped_record(scoped_pair: Pair) -> None:
+    """An unscoped id spelled like a tenant record's store id is still another record."""
+    port = scoped_pair.port
+    await port.upsert([Chunk("1", "acme secret plan")], scope=ACME)
+    [raw] = scoped_pair.raw_ids()
+    await port.upsert([Chunk(raw, "written by the unscoped bucket")], scope=UNSCOPED)
+    assert scoped_pair.count() == 2
+    hits = await port.search("acme secret plan", k=5, scope=ACME)
+    assert [(c.id, c.text) for _, c in hits] == [("1", "acme secret plan")]
+    await port.delete([raw], scope=UNSCOPED)
+    hits = await port.search("acme secret plan", k=5, scope=ACME)
+    assert [(c.id, c.text) for _, c in hits] == [("1", "acme secret plan")]
+    assert scoped_pair.count() == 1
+
+
+async def test_first_write_into_a_fresh_collection(pair: Pair) -> None:
+    scope = _home(pair)
+    assert pair.count() == 0
+    assert await pair.port.search("anything at all", k=3, scope=scope) == []
+    assert await pair.port.search("anything at all", k=3, scope=UNSCOPED) == []
+    await pair.port.delete(["never-written"], scope=scope)
+    await pair.port.delete(["never-written"], scope=UNSCOPED)
+    memory, ctx = VectorMemory(pair.port), Ctx(scope)
+    assert await memory.query("anything at all", k=3, ctx=ctx) == []
+
+    await memory.write([MemoryItem("the very first record", "user", None, {"id": "first"})],
+                       ctx=ctx)
+    assert pair.count() == 1
+    items = await memory.query("the very first record", k=3, ctx=ctx)
+    assert [(i.id, i.content) for i in items] == [("first", "the very first record")]
+
+
+async def test_a_store_that_cannot_filter_refuses_scoped_use_before_writing() -> None:
+    for built in _open("li-faiss"):
+        flat, index = built.extra["faiss"], built.extra["index"]
+        mine, _ = built.user_ids
+        built.write_plain(mine, "shared onboarding notes", {"file_path": "docs/notes.md"})
+        before = (flat.ntotal, len(index.docstore.docs), built.raw_ids())
+
+        with pytest.raises(AgentkitError, match=r"(?i)filter"):
+            await built.port.upsert([Chunk("1", "acme onboarding notes")], scope=ACME)
+        with pytest.raises(AgentkitError, match=r"(?i)filter"):
+            await VectorMemory(built.port).write(
+                [MemoryItem("acme onboarding notes", "user", None, {"id": "1"})], ctx=Ctx(ACME)
+            )
+        assert (flat.ntotal, len(index.docstore.docs), built.raw_ids()) == before
+        with pytest.raises(AgentkitError, match=r"(?i)filter"):
+            await built.port.search("onboarding notes", k=3, scope=ACME)
+
+        hits = await built.port.search("onboarding notes", k=3, scope=UNSCOPED)
+        assert [(c.id, c.text) for _, c in hits] == [(mine, "shared onboarding notes")]
+        _assert_scores(hits)
