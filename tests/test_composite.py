@@ -577,7 +577,7 @@ async def test_a_source_returning_garbage_is_that_sources_failure(ctx: Ctx) -> N
     got = await CompositeMemory([Broken("bad"), ListMemory("ok", [item("x", "ok")])],
                                 on_error="skip").query("", k=2, ctx=ctx)
     assert [i.content for i in got] == ["x"]
-    assert ctx.timeline.of("memory.source_failed")[0].data["error"] == "TypeError"
+    assert ctx.timeline.of("memory.source_failed")[0].data["error"] == "InvalidArgumentType"
 
 
 # --- cancellation -----------------------------------------------------------------

@@ -9,7 +9,8 @@ concern each (scope, cache, compaction, read-only).
 from agentkit.kernel.errors import CompositeQueryError, CompositeWriteError, MemoryWriteRefused
 from agentkit.state.memory._cached import CachedMemory
 from agentkit.state.memory._compacted import CompactedMemory
-from agentkit.state.memory._composite import CompositeMemory, OnErrorPolicy
+from agentkit.state.memory._composite import CompositeMemory
+from agentkit.state.memory._fanout import OnErrorPolicy
 from agentkit.state.memory._grounding import as_grounder, as_grounding_source, render_grounding
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._merge import DedupeMode

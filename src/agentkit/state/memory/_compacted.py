@@ -11,7 +11,7 @@ from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.messages import Message
 from agentkit.kernel.validate import check_k, check_query, check_where
-from agentkit.state.memory._composite import _check_member, _settle_all
+from agentkit.state.memory._fanout import _check_member, _settle_all
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 

@@ -12,7 +12,7 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_where
-from agentkit.state.memory._composite import _check_member
+from agentkit.state.memory._fanout import _check_member
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,36 @@ class MemoryItem:
                         f"MemoryItem.metadata keys must be str, got {type(key).__name__}"
                     )
             self.metadata = FrozenDict(meta)
+
+
+def check_items(items: object, owner: str | None = None) -> list[MemoryItem]:
+    """``items`` as a list, refused whole unless every element is a MemoryItem.
+
+    The one check for a batch of items, wherever one arrives: a write (``items`` in
+    the messages) or a member's answer to a composite (``owner`` names the member).
+    A bare string or a single item is refused rather than iterated.
+    """
+    if isinstance(items, (str, bytes, MemoryItem)) or not isinstance(items, Iterable):
+        if owner is not None:
+            raise InvalidArgumentType(
+                f"memory source {owner!r} must answer a list of MemoryItem, "
+                f"got {type(items).__name__}"
+            )
+        raise InvalidArgumentType(
+            f"items must be an iterable of MemoryItem, got {type(items).__name__}"
+        )
+    batch = list(items)
+    for i, item in enumerate(batch):
+        if not isinstance(item, MemoryItem):
+            if owner is not None:
+                raise InvalidArgumentType(
+                    f"memory source {owner!r} answered a {type(item).__name__} at "
+                    f"index {i}, not a MemoryItem"
+                )
+            raise InvalidArgumentType(
+                f"items[{i}] must be a MemoryItem, got {type(item).__name__}"
+            )
+    return batch
 
 
 # The hand-written copy in _evolve is valid only for exactly these fields.

@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import MemoryWriteRefused
 from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
-from agentkit.state.memory._composite import _check_member
+from agentkit.state.memory._fanout import _check_member
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource
 

@@ -10,14 +10,14 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import CompositeQueryError
 from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
-from agentkit.state.memory._composite import (
+from agentkit.state.memory._fanout import (
     _ON_ERROR,
     OnErrorPolicy,
+    _ask,
     _check_sources,
-    _materialise,
     _member_keys,
 )
-from agentkit.state.memory._item import MemoryItem
+from agentkit.state.memory._item import MemoryItem, check_items
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
 
@@ -33,8 +33,10 @@ class SequentialMemory:
 
     ``on_error="skip"`` lets a failing tier fall through to the next, leaving a
     ``memory.source_failed`` observation; if every tier that was tried failed the
-    query raises all the same. ``"raise"`` wraps the first failure in
-    CompositeQueryError, with what earlier tiers returned under ``succeeded``.
+    query raises all the same. A tier answering anything but a list of MemoryItems
+    has failed too (InvalidArgumentType naming it), and is never handed on.
+    ``"raise"`` wraps the first failure in CompositeQueryError, with what earlier
+    tiers returned under ``succeeded``.
     """
 
     sources: list[MemorySource]
@@ -72,11 +74,7 @@ class SequentialMemory:
                 break
             start = time.monotonic()
             try:
-                got = list(
-                    await source.query(
-                        query, k=need, ctx=ctx, where=None if where is None else dict(where)
-                    )
-                )
+                got = await _ask(source, key, query, need, ctx, where)
             except Exception as exc:
                 if self.on_error == "raise":
                     raise CompositeQueryError(
@@ -102,7 +100,7 @@ class SequentialMemory:
         An empty write returns before any tier is touched. With no tiers there is no
         target: the call stores nothing, which ``accepts_writes = False`` declares.
         """
-        batch = _materialise(items)
+        batch = check_items(items)
         if not batch or not self.sources:
             return
         await self.sources[0].write(batch, ctx=ctx)
