@@ -1,0 +1,126 @@
+"""Paired timing of two ways to do the same call, sync and async, for the overhead benches.
+
+Rounds alternate which side goes first and run back to back, so drift and other load
+on a shared machine hit both sides alike; the verdict is the median of the per-round
+wall-time ratios. CPU time (all threads) is reported beside it: it is far less
+disturbed by other processes, but it does not see the time a sync call spends
+waiting for the background loop's thread to wake, which wall time does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Medians per call (microseconds) of ours and the baseline, and their ratios."""
+
+    ours_us: float
+    base_us: float
+    ours_cpu_us: float
+    base_cpu_us: float
+    ratio: float  # median of per-round wall ratios: the verdict
+    cpu_ratio: float
+
+
+def _summary(ours: list[tuple[float, float]], base: list[tuple[float, float]]) -> Paired:
+    def med(side: list[tuple[float, float]], i: int) -> float:
+        return statistics.median(t[i] for t in side) * 1e6
+
+    return Paired(
+        ours_us=med(ours, 0),
+        base_us=med(base, 0),
+        ours_cpu_us=med(ours, 1),
+        base_cpu_us=med(base, 1),
+        ratio=statistics.median(o[0] / b[0] for o, b in zip(ours, base, strict=True)),
+        cpu_ratio=med(ours, 1) / med(base, 1),
+    )
+
+
+def paired_sync(
+    ours: Callable[[], object], base: Callable[[], object], *, rounds: int, calls: int
+) -> Paired:
+    def batch(fn: Callable[[], object]) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
+
+    for _ in range(3):  # warm-up
+        batch(ours)
+        batch(base)
+    a: list[tuple[float, float]] = []
+    b: list[tuple[float, float]] = []
+    gc.collect()
+    gc.disable()  # as timeit does: a collection landing in one side's round is noise
+    try:
+        for r in range(rounds):
+            if r % 2:
+                b.append(batch(base))
+                a.append(batch(ours))
+            else:
+                a.append(batch(ours))
+                b.append(batch(base))
+    finally:
+        gc.enable()
+    return _summary(a, b)
+
+
+def paired_async(
+    ours: Callable[[], Awaitable[object]],
+    base: Callable[[], Awaitable[object]],
+    *,
+    rounds: int,
+    calls: int,
+) -> Paired:
+    async def batch(fn: Callable[[], Awaitable[object]]) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            await fn()
+        return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
+
+    async def run() -> Paired:
+        for _ in range(3):
+            await batch(ours)
+            await batch(base)
+        a: list[tuple[float, float]] = []
+        b: list[tuple[float, float]] = []
+        gc.collect()
+        gc.disable()
+        try:
+            for r in range(rounds):
+                if r % 2:
+                    b.append(await batch(base))
+                    a.append(await batch(ours))
+                else:
+                    a.append(await batch(ours))
+                    b.append(await batch(base))
+        finally:
+            gc.enable()
+        return _summary(a, b)
+
+    return asyncio.run(run())
+
+
+def report(prefix: str, label: str, result: Paired, target: float) -> bool:
+    """Print the human lines and the ``RESULT`` lines; return whether the target is met."""
+    met = result.ratio <= target
+    print(f"{label}")
+    print(f"  baseline : {result.base_us:8.1f} us wall  {result.base_cpu_us:8.1f} us cpu")
+    print(f"  ours     : {result.ours_us:8.1f} us wall  {result.ours_cpu_us:8.1f} us cpu")
+    print(
+        f"  ratio    : {result.ratio:8.3f}x wall (target <= {target:.2f}x) "
+        f"{'OK' if met else 'MISSED'}   {result.cpu_ratio:.3f}x cpu"
+    )
+    print(f"RESULT {prefix}_ours_us={result.ours_us:.2f}")
+    print(f"RESULT {prefix}_base_us={result.base_us:.2f}")
+    print(f"RESULT {prefix}_ratio={result.ratio:.4f}")
+    print(f"RESULT {prefix}_cpu_ratio={result.cpu_ratio:.4f}")
+    print(f"RESULT {prefix}_target_met={int(met)}")
+    return met
