@@ -186,7 +186,7 @@ async def test_a_memory_item_subclass_keeps_its_type_through_merge_and_rrf() -> 
     # fields or checks) must still come back as itself, through the validated path.
     import dataclasses
 
-    @dataclasses.dataclass(slots=True)
+    @dataclasses.dataclass(slots=True, frozen=True)
     class Cited(MemoryItem):
         page: int = dataclasses.field(default=0, kw_only=True)
 

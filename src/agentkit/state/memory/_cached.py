@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import numbers
 import time
@@ -12,7 +14,8 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, ScopeViolation
 from agentkit.kernel.validate import check_k, check_query, check_where
-from agentkit.state.memory._fanout import _check_member
+from agentkit.state.memory._fanout import _check_answer, _check_member
+from agentkit.state.memory._frozen import FrozenDict
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
@@ -37,6 +40,12 @@ class CachedMemory:
     before anything is looked up. Writes go to the wrapped source, then empty the
     cache; a query already in flight when a write lands does not store its (possibly
     stale) answer. Not thread-safe: one event loop per instance.
+
+    A cached answer is immune to what callers do with earlier ones. Items are frozen,
+    so they are shared as they are, unless their metadata holds a value that can be
+    changed in place (a list, a dict): such a value is copied when the answer is
+    stored and again each time it is served. An answer that is not a list of
+    MemoryItems is refused (InvalidArgumentType) and never stored.
     """
 
     inner: MemorySource
@@ -91,18 +100,24 @@ class CachedMemory:
         try:
             key: _Key = (ctx.scope, query, k, _canonical(where))
         except _Unhashable:
-            return list(await self.inner.query(query, k=k, ctx=ctx, where=where))
+            answer = await self.inner.query(query, k=k, ctx=ctx, where=where)
+            return list(_check_answer(answer, self.name))
         now = time.monotonic()
         hit = self._entries.get(key)
         if hit is not None:
             if now < hit[0]:
-                return list(hit[1])
+                return [_detached(item) for item in hit[1]]
             del self._entries[key]
         generation = self._generation
-        items = tuple(await self.inner.query(query, k=k, ctx=ctx, where=where))
+        answer = await self.inner.query(query, k=k, ctx=ctx, where=where)
+        items = list(_check_answer(answer, self.name))
         if generation == self._generation:
-            self._store(key, items)
-        return list(items)
+            try:
+                kept = tuple(_detached(item) for item in items)
+            except Exception:
+                return items  # metadata that cannot be copied is served, never cached
+            self._store(key, kept)
+        return items
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """Forward, then invalidate (even if the write failed part-way)."""
@@ -122,6 +137,30 @@ class CachedMemory:
         while len(entries) >= self.max_entries:
             del entries[next(iter(entries))]
         entries[key] = (time.monotonic() + self.ttl_seconds, items)
+
+
+_SCALARS = frozenset({str, int, float, bool, complex, bytes, type(None)})
+
+
+def _settled(value: object) -> bool:
+    """True when nothing a caller can do through public API changes ``value``."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if isinstance(value, (tuple, frozenset)):
+        return all(_settled(v) for v in value)
+    if isinstance(value, FrozenDict):
+        return all(_settled(v) for v in value.values())
+    return False
+
+
+def _detached(item: MemoryItem) -> MemoryItem:
+    """``item`` itself, or a copy whose changeable metadata values are its own."""
+    meta = item.metadata
+    if all(_settled(v) for v in meta.values()):
+        return item
+    own = {key: v if _settled(v) else copy.deepcopy(v) for key, v in meta.items()}
+    return dataclasses.replace(item, metadata=own)
 
 
 def _canonical(value: object) -> Hashable:

@@ -12,14 +12,17 @@ from agentkit.kernel.validate import check_score
 from agentkit.state.memory._frozen import FrozenDict
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class MemoryItem:
     """One recalled record: text for the agent plus where it came from.
 
     ``id`` is keyword-only on purpose: the type is built positionally everywhere
     (``MemoryItem("c", "vector", 0.91, meta)``) and a positional ``id`` would
-    silently rebind those arguments. ``metadata`` is copied into a frozen dict;
-    annotate with ``dataclasses.replace`` instead of mutating.
+    silently rebind those arguments. The item is frozen and ``metadata`` is copied
+    into a frozen dict: items are shared (a cache serves the same objects to every
+    caller, a merge hands on the objects its members returned), so one holder
+    editing an item in place would change it for all the others. Annotate with
+    ``dataclasses.replace`` instead.
     """
 
     content: str
@@ -43,7 +46,9 @@ class MemoryItem:
             raise InvalidArgumentType(
                 f"MemoryItem.id must be a str or None, got {type(self.id).__name__}"
             )
-        self.score = check_score(self.score)
+        # Frozen: the two normalised fields are set the way dataclasses documents
+        # for __post_init__ of a frozen class.
+        object.__setattr__(self, "score", check_score(self.score))
         meta = self.metadata
         if type(meta) is not FrozenDict:
             if not isinstance(meta, Mapping):
@@ -55,7 +60,7 @@ class MemoryItem:
                     raise InvalidArgumentType(
                         f"MemoryItem.metadata keys must be str, got {type(key).__name__}"
                     )
-            self.metadata = FrozenDict(meta)
+            object.__setattr__(self, "metadata", FrozenDict(meta))
 
 
 def check_items(items: object, owner: str | None = None) -> list[MemoryItem]:
@@ -92,6 +97,7 @@ def check_items(items: object, owner: str | None = None) -> list[MemoryItem]:
 _FAST_COPY = tuple(f.name for f in dataclasses.fields(MemoryItem)) == (
     "content", "source", "score", "metadata", "id")
 _new_object = object.__new__
+_set = object.__setattr__
 
 
 def _evolve(item: MemoryItem, score: float | None, metadata: FrozenDict) -> MemoryItem:
@@ -104,9 +110,9 @@ def _evolve(item: MemoryItem, score: float | None, metadata: FrozenDict) -> Memo
     if not _FAST_COPY or type(item) is not MemoryItem:
         return dataclasses.replace(item, score=score, metadata=metadata)
     copy: MemoryItem = _new_object(MemoryItem)
-    copy.content = item.content
-    copy.source = item.source
-    copy.score = score
-    copy.metadata = metadata
-    copy.id = item.id
+    _set(copy, "content", item.content)
+    _set(copy, "source", item.source)
+    _set(copy, "score", score)
+    _set(copy, "metadata", metadata)
+    _set(copy, "id", item.id)
     return copy
