@@ -12,7 +12,6 @@ from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._tenancy import (
     CHUNK_KEY,
     DOMAIN_KEY,
-    ID_NAMESPACE,
     ID_PREFIX,
     ORG_KEY,
     SCOPED_KEY,
@@ -33,7 +32,6 @@ __all__ = [
     "CHUNK_KEY",
     "DIALECTS",
     "DOMAIN_KEY",
-    "ID_NAMESPACE",
     "ID_PREFIX",
     "ORG_KEY",
     "RERANK_KEY",

@@ -42,8 +42,11 @@ __all__ = [
     "faiss_filter",
     "flat_filter",
     "in_memory_filter",
+    "merge_filter",
     "pgvector_filter",
     "qdrant_filter",
+    "scope_conditions",
+    "where_conditions",
 ]
 
 Op = Literal["eq", "in", "ne"]
@@ -62,18 +65,30 @@ class Condition:
 
 
 def conditions(scope: Scope, where: Mapping[str, Any] | None) -> list[Condition] | None:
-    """The conditions a search of ``scope`` with ``where`` asks for.
+    """The conditions a port's search of ``scope`` with ``where`` asks for.
 
     None when ``where`` can match nothing (an empty any-of), so the caller can skip the
-    store. ``where`` values no store filter can carry (None, dicts, mixed lists of
+    store. ``where`` values no store filter can carry (None, dicts, lists of
     non-scalars) are left to the re-check.
     """
-    out: list[Condition] = []
+    wanted = where_conditions(where)
+    return None if wanted is None else [*scope_conditions(scope), *wanted]
+
+
+def scope_conditions(scope: Scope) -> list[Condition]:
+    """The records of ``scope``'s bucket: its stamp, or for the unscoped bucket no
+    scoped marker (absent counts, so a user's own records are in)."""
     if is_unscoped(scope):
-        out.append(Condition(SCOPED_KEY, "ne", SCOPED_VALUE))
-    else:
-        out.append(Condition(ORG_KEY, "eq", scope.org_id or ""))
-        out.append(Condition(DOMAIN_KEY, "eq", scope.domain_id or ""))
+        return [Condition(SCOPED_KEY, "ne", SCOPED_VALUE)]
+    return [
+        Condition(ORG_KEY, "eq", scope.org_id or ""),
+        Condition(DOMAIN_KEY, "eq", scope.domain_id or ""),
+    ]
+
+
+def where_conditions(where: Mapping[str, Any] | None) -> list[Condition] | None:
+    """``where`` as conditions (None: it matches nothing); see :func:`conditions`."""
+    out: list[Condition] = []
     for key, value in (where or {}).items():
         if isinstance(value, _ANY_OF):
             values = tuple(value)
@@ -97,6 +112,9 @@ class Dialect:
     ``native_upsert``: adding a known id replaces the record (FAISS refuses it).
     ``id_key``/``added_keys``: results carry the record id in that metadata key instead
     of ``Document.id``, and the store adds those keys to every returned record.
+    ``approximate``: a filtered search may return fewer records than match (Chroma's
+    filtered HNSW walk, worst among near-identical vectors), so a short answer is
+    checked against an exact metadata read before it counts as "no more".
     """
 
     name: str
@@ -107,6 +125,7 @@ class Dialect:
     native_upsert: bool = True
     id_key: str | None = None
     added_keys: frozenset[str] = field(default_factory=frozenset)
+    approximate: bool = False
 
 
 # --- one builder per store ---------------------------------------------------------
@@ -227,7 +246,7 @@ def _faiss_size(store: Any) -> int | None:
 
 DIALECTS: dict[str, Dialect] = {
     "in_memory": Dialect("in_memory", in_memory_filter),
-    "chroma": Dialect("chroma", chroma_filter),
+    "chroma": Dialect("chroma", chroma_filter, approximate=True),
     "qdrant": Dialect(
         "qdrant",
         qdrant_filter,
@@ -294,7 +313,48 @@ def dialect_for(
     )
 
 
+def merge_filter(dialect: Dialect, own: Any, conds: Sequence[Condition]) -> Any:
+    """``own`` (a retriever's own ``filter``) AND ``conds``, in ``dialect``.
+
+    Only ever narrows ``own``: a retriever's restrictions stay. When the two cannot be
+    combined in the dialect (a custom one), ``own`` is kept and ``conds`` are left to
+    the re-check.
+    """
+    ours = dialect.build(conds)
+    if ours is None:
+        return own
+    if own is None:
+        return ours
+    name = dialect.name
+    if name == "in_memory":
+        if not callable(own):
+            raise InvalidArgumentType(
+                f"InMemoryVectorStore filter must be callable, got {type(own).__name__}"
+            )
+        return _both(own, ours)
+    if name == "qdrant":
+        from qdrant_client import models
+
+        return models.Filter(must=[own, ours])
+    if name == "faiss" and callable(own):
+        tests = tuple(conds)
+        return _both(own, lambda meta: all(_holds(meta, cond) for cond in tests))
+    if name in ("chroma", "faiss", "pgvector") and isinstance(own, dict):
+        return {"$and": [own, ours]}
+    if name == "dict" and isinstance(own, dict) and not set(own) & set(ours):
+        return {**own, **ours}
+    return own
+
+
 # --- helpers -------------------------------------------------------------------------
+
+
+def _both(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], bool]:
+    def both(value: Any) -> bool:
+        return bool(first(value)) and bool(second(value))
+
+    return both
+
 
 
 def _holds(meta: Mapping[str, Any], cond: Condition) -> bool:

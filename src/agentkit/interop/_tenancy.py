@@ -16,9 +16,12 @@ scopes on top of it the same way, here:
   each percent-escaped and joined by ``":"``: injective, whatever characters a scope
   id holds, and never the shape of a raw unscoped id (an unscoped id that itself
   starts with ``ID_PREFIX`` is escaped the same way, with empty org and domain,
-  which no scoped scope has). Stores that only take UUID ids (Qdrant) get
-  ``uuid5(ID_NAMESPACE, that encoding)``, except an unscoped id that already is a
-  canonical UUID, used as is (existing Qdrant data).
+  which no scoped scope has). Stores that only take UUID ids (Qdrant) get a
+  version-8 UUID hashed (SHA-256) from that encoding, except an unscoped id that
+  already is a canonical UUID of another version, used as is (existing Qdrant data:
+  langchain-qdrant and LlamaIndex write uuid4s). Version 8 is the partition: an
+  unscoped v8 id is hashed too, so no raw id can ever name a tenant's point, even
+  one that read the tenant's id off the store.
 * **Chunk ids back.** ``CHUNK_KEY`` carries the chunk id whenever the store id is not
   the chunk id itself; reading back takes it, else the store id.
 * **Widening.** A store that filters after its own top-N (FAISS), approximately
@@ -29,6 +32,7 @@ scopes on top of it the same way, here:
 
 from __future__ import annotations
 
+import hashlib
 import uuid as _uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -39,7 +43,6 @@ from agentkit.kernel.errors import InvalidArgument, StoreError
 __all__ = [
     "CHUNK_KEY",
     "DOMAIN_KEY",
-    "ID_NAMESPACE",
     "ID_PREFIX",
     "ORG_KEY",
     "SCOPED_KEY",
@@ -65,7 +68,6 @@ SCOPED_KEY = "agentkit_scoped"
 SCOPED_VALUE = "1"
 STAMP_KEYS = frozenset({ORG_KEY, DOMAIN_KEY, CHUNK_KEY, SCOPED_KEY})
 ID_PREFIX = "agentkit:"
-ID_NAMESPACE = _uuid.UUID("6f1d7c52-3a0e-4d8b-9a53-2f4b1c9e7a10")
 
 _SEP = ":"
 
@@ -97,7 +99,7 @@ def store_id(scope: Scope, chunk_id: str, *, uuid: bool = False) -> str:
 
     ``uuid=True`` for stores whose point ids must be UUIDs (Qdrant, in both
     frameworks). Injective over (scope, chunk id) in both modes (``uuid`` mode up to
-    uuid5 collisions).
+    SHA-256 collisions).
     """
     if not isinstance(chunk_id, str) or not chunk_id:
         raise InvalidArgument(f"chunk id must be a non-empty str, got {chunk_id!r}")
@@ -107,7 +109,7 @@ def store_id(scope: Scope, chunk_id: str, *, uuid: bool = False) -> str:
     encoded = ID_PREFIX + _SEP.join(
         _escape(part) for part in (scope.org_id or "", scope.domain_id or "", chunk_id)
     )
-    return str(_uuid.uuid5(ID_NAMESPACE, encoded)) if uuid else encoded
+    return _hashed_uuid(encoded) if uuid else encoded
 
 
 def record_stamps(scope: Scope, chunk_id: str, record_id: str) -> dict[str, str]:
@@ -207,10 +209,20 @@ def _stamp_value(metadata: Mapping[str, Any], key: str) -> str | None:
 
 
 def _is_canonical_uuid(text: str) -> bool:
+    """A UUID spelled as stores spell it back, and not of our own version (8)."""
     try:
-        return str(_uuid.UUID(text)) == text
+        parsed = _uuid.UUID(text)
     except ValueError:
         return False
+    return str(parsed) == text and parsed.version != 8
+
+
+def _hashed_uuid(encoded: str) -> str:
+    """A version-8 (RFC 9562 custom) UUID from the encoded id's SHA-256."""
+    raw = bytearray(hashlib.sha256(encoded.encode("utf-8")).digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x80
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return str(_uuid.UUID(bytes=bytes(raw)))
 
 
 def _escape(part: str) -> str:

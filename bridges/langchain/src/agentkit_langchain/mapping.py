@@ -15,7 +15,6 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 
@@ -23,11 +22,6 @@ RESERVED_PREFIX = "agentkit_"
 SOURCE_KEY = "agentkit_source"
 SCORE_KEY = "agentkit_score"
 ID_KEY = "agentkit_id"
-# Written by LangChainVectorPort into every record it stores; never read back as
-# item metadata. A record without them belongs to the unscoped bucket.
-ORG_KEY = "agentkit_org_id"
-DOMAIN_KEY = "agentkit_domain_id"
-CHUNK_KEY = "agentkit_chunk_id"
 DEFAULT_SOURCE = "langchain"
 
 
@@ -103,16 +97,6 @@ def from_document(doc: Document, *, source: str | None = None) -> MemoryItem:
         carried = raw.get(ID_KEY)
         doc_id = carried if isinstance(carried, str) else None
     return MemoryItem(doc.page_content, name, as_score(raw.get(SCORE_KEY)), metadata, id=doc_id)
-
-
-def scope_stamp(scope: Scope) -> tuple[str, str]:
-    """The (org, domain) pair a record of ``scope`` is stamped with; unset is ``""``."""
-    return (scope.org_id or "", scope.domain_id or "")
-
-
-def in_scope(metadata: Mapping[str, Any], stamp: tuple[str, str]) -> bool:
-    """Whether a stored record belongs to the bucket ``stamp``; unstamped is unscoped."""
-    return (metadata.get(ORG_KEY, ""), metadata.get(DOMAIN_KEY, "")) == stamp
 
 
 def as_score(value: object) -> float | None:

@@ -12,40 +12,48 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStoreRetriever
+from langchain_core.vectorstores import VectorStoreRetriever
 
-from agentkit.interop import blocking_pool
-from agentkit.kernel.ctx import Ctx
+from agentkit.interop import (
+    CHUNK_KEY,
+    DOMAIN_KEY,
+    ID_PREFIX,
+    ORG_KEY,
+    blocking_pool,
+    chunk_id_of,
+    dialect_for,
+    in_scope,
+    widen,
+)
+from agentkit.interop._dialects import merge_filter, where_conditions
+from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
-from agentkit_langchain.mapping import (
-    CHUNK_KEY,
-    DOMAIN_KEY,
-    ORG_KEY,
-    from_document,
-    in_scope,
-    scope_stamp,
-)
+from agentkit_langchain.mapping import from_document
 
-# When ``where`` cannot be pushed down, ask for this many times ``k`` so the re-check
-# still has enough to choose from.
-_OVERFETCH = 4
+# FAISS' own default number of candidates it filters; never ask a post-filtering
+# store to look at fewer than the user's retriever would.
+_FETCH_K = 20
 
 
 class LangChainMemory:
     """Recall from a LangChain retriever, with agentkit's ``k`` and ``where`` honoured.
 
     ``k`` is pushed down on a per-call copy (``search_kwargs["k"]`` of a
-    VectorStoreRetriever, a ``k`` or ``top_k`` field) and the result is cut to ``k``
-    regardless. ``where`` becomes a filter where the backend takes one we can build
-    safely (a callable for LangChain's InMemoryVectorStore) and every result is
-    re-checked against it, so a filter is never silently dropped. A retriever knows
-    nothing of tenants, so its documents are shared, except documents stamped with
-    a tenant by LangChainVectorPort: those reach only that tenant.
+    VectorStoreRetriever, a ``k`` or ``top_k`` field). ``where`` is pushed down to
+    every store with a filter dialect (``agentkit.interop``: InMemoryVectorStore,
+    Chroma, Qdrant, FAISS, PGVector), ANDed with the retriever's own ``filter`` so its
+    restrictions stay, and every result is re-checked, so a filter is never silently
+    dropped. When the re-check leaves fewer than ``k`` (a filter the store could not
+    take, FAISS filtering only its top ``fetch_k``), the retriever is asked again for
+    more, until ``k`` items or no more: a matching document ranked lower comes back.
+    A retriever knows nothing of tenants, so its documents are shared, except
+    documents stamped with a tenant by LangChainVectorPort: those reach only that
+    tenant. A wrapped ``AgentkitRetriever`` gets the caller's ``ctx`` itself.
 
-    A retriever that only implements the sync method runs on the bridge's own
+    A retriever that only implements the sync method runs on the interop layer's
     thread pool, so a composite over several of them is concurrent. Writes are
     not this adapter's: ``accepts_writes`` is False and ``write`` does nothing.
     """
@@ -86,39 +94,57 @@ class LangChainMemory:
         k = check_k(k)
         where = check_where(where) or None
         ctx = check_ctx(ctx)
-        docs = await self._fetch(query, k, ctx, where)
-        stamp = scope_stamp(ctx.scope)
-        items: list[MemoryItem] = []
-        for doc in docs:
-            raw = doc.metadata
-            if (ORG_KEY in raw or DOMAIN_KEY in raw) and not in_scope(raw, stamp):
-                continue  # written by LangChainVectorPort for another tenant
-            item = from_document(doc, source=self.name)
-            chunk_id = raw.get(CHUNK_KEY)
-            if isinstance(chunk_id, str) and chunk_id:
-                item = dataclasses.replace(item, id=chunk_id)
-            if where is None or matches_where(item.metadata, where):
-                items.append(item)
-                if len(items) == k:
-                    break
-        return items
+        scope = ctx.scope
+        retriever = self.retriever
+        from agentkit_langchain.retriever import AgentkitRetriever
+
+        if isinstance(retriever, AgentkitRetriever):
+            # A nested agentkit stack takes k, where and the caller's very ctx.
+            docs = await retriever.ainvoke(
+                query, {"configurable": {"agentkit_ctx": ctx}}, k=k, where=where
+            )
+            return self._kept(docs, scope, where)[:k]
+        plan = _plan(retriever, k, where)
+        if plan is None:
+            return []  # an empty any-of matches nothing
+
+        async def fetch(n: int) -> list[MemoryItem | None]:
+            docs = await self._invoke(plan.at(n), query)
+            # None marks a dropped document, so widen still sees how many came back.
+            return [self._item(doc, scope, where) for doc in docs]
+
+        def keep(item: MemoryItem | None) -> bool:
+            return item is not None
+
+        found = await widen(fetch, keep, k, first=plan.first, total=plan.total)
+        return [item for item in found if item is not None]
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """No-op: a retriever has nowhere to put items (see ``accepts_writes``)."""
         return None
 
-    async def _fetch(
-        self, query: str, k: int, ctx: Ctx, where: dict[str, Any] | None
-    ) -> list[Document]:
-        retriever = self.retriever
-        # A nested agentkit stack takes k, where and the tenant as they are.
-        from agentkit_langchain.retriever import AgentkitRetriever
+    def _kept(
+        self, docs: list[Document], scope: Scope, where: dict[str, Any] | None
+    ) -> list[MemoryItem]:
+        return [item for doc in docs if (item := self._item(doc, scope, where)) is not None]
 
-        if isinstance(retriever, AgentkitRetriever):
-            return await retriever.ainvoke(
-                query, {"configurable": {"agentkit_ctx": ctx}}, k=k, where=where
-            )
-        target = _with_limit(retriever, k, where)
+    def _item(
+        self, doc: Document, scope: Scope, where: dict[str, Any] | None
+    ) -> MemoryItem | None:
+        """The item for ``doc``, or None when the caller may not, or did not ask to, see it."""
+        raw = doc.metadata
+        if (ORG_KEY in raw or DOMAIN_KEY in raw) and not in_scope(raw, scope):
+            return None  # written by LangChainVectorPort for another tenant
+        item = from_document(doc, source=self.name)
+        if CHUNK_KEY in raw or (doc.id or "").startswith(ID_PREFIX):
+            chunk_id = chunk_id_of(doc.id, raw)
+            if chunk_id is not None and chunk_id != item.id:
+                item = dataclasses.replace(item, id=chunk_id)
+        if where is not None and not matches_where(item.metadata, where):
+            return None
+        return item
+
+    async def _invoke(self, target: Any, query: str) -> list[Document]:
         if not self._sync_only:
             return list(await target.ainvoke(query))
         loop = asyncio.get_running_loop()
@@ -130,6 +156,76 @@ class LangChainMemory:
         return list(await loop.run_in_executor(pool, call))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    """How to ask the retriever for ``n`` results, and when it has no more."""
+
+    at: Callable[[int], Any]
+    first: int
+    total: int | None = None
+
+
+def _plan(retriever: Any, k: int, where: dict[str, Any] | None) -> _Plan | None:
+    """Per-call copies of ``retriever`` asking for ``n`` (None: ``where`` matches nothing)."""
+    if isinstance(retriever, VectorStoreRetriever):
+        return _vector_plan(retriever, k, where)
+    if where is not None and where_conditions(where) is None:
+        return None
+    fields = getattr(type(retriever), "model_fields", {})
+    for field in ("k", "top_k"):
+        if field in fields and isinstance(getattr(retriever, field, None), int):
+            return _Plan(functools.partial(_with_field, retriever, field), k)
+    if "search_kwargs" in fields and isinstance(getattr(retriever, "search_kwargs", None), dict):
+        return _Plan(
+            lambda n: retriever.model_copy(
+                update={"search_kwargs": {**retriever.search_kwargs, "k": n}}
+            ),
+            k,
+        )
+    return _Plan(lambda n: retriever, k, total=0)  # no knob: one call, whatever it gives
+
+
+def _with_field(retriever: Any, field: str, n: int) -> Any:
+    return retriever.model_copy(update={field: n})
+
+
+def _vector_plan(
+    retriever: VectorStoreRetriever, k: int, where: dict[str, Any] | None
+) -> _Plan | None:
+    own = dict(retriever.search_kwargs)
+    store = retriever.vectorstore
+    dialect = dialect_for(store)
+    store_filter = own.get("filter")
+    if where is not None:
+        conds = where_conditions(where)
+        if conds is None:
+            return None
+        if dialect is not None:
+            store_filter = merge_filter(dialect, store_filter, conds)
+    post_filter = dialect is not None and dialect.fetch_k and store_filter is not None
+    mmr = retriever.search_type == "mmr"
+    first = k
+    total = None
+    if post_filter or mmr:
+        own_fetch_k = own.get("fetch_k", _FETCH_K)
+        if post_filter:
+            first = max(k, own_fetch_k if isinstance(own_fetch_k, int) else _FETCH_K)
+            size = dialect.size if dialect is not None else None
+            total = size(store) if size is not None else None
+
+    def at(n: int) -> Any:
+        kwargs = dict(own)
+        kwargs["k"] = n
+        if store_filter is not None:
+            kwargs["filter"] = store_filter
+        if post_filter or mmr:
+            given = own.get("fetch_k", _FETCH_K)
+            kwargs["fetch_k"] = max(given if isinstance(given, int) else _FETCH_K, n)
+        return retriever.model_copy(update={"search_kwargs": kwargs})
+
+    return _Plan(at, first, total)
+
+
 def _is_sync_only(retriever: Any) -> bool:
     """True when the retriever's async path is LangChain's default thread hand-off."""
     if not isinstance(retriever, BaseRetriever):
@@ -139,46 +235,3 @@ def _is_sync_only(retriever: Any) -> bool:
         "__init_subclass__" in getattr(method, "__qualname__", "")
     )
 
-
-def _with_limit(retriever: Any, k: int, where: dict[str, Any] | None) -> Any:
-    """A per-call copy asking for ``k`` (more when ``where`` is re-checked only)."""
-    if isinstance(retriever, VectorStoreRetriever):
-        kwargs = dict(retriever.search_kwargs)
-        pushed = False
-        if where is not None and isinstance(retriever.vectorstore, InMemoryVectorStore):
-            kwargs["filter"] = _combine(kwargs.get("filter"), where)
-            pushed = True
-        fetch = k if where is None or pushed else k * _OVERFETCH
-        kwargs["k"] = fetch
-        if retriever.search_type == "mmr":
-            kwargs["fetch_k"] = max(int(kwargs.get("fetch_k", 20)), fetch)
-        return retriever.model_copy(update={"search_kwargs": kwargs})
-    fetch = k if where is None else k * _OVERFETCH
-    fields = getattr(type(retriever), "model_fields", {})
-    for field in ("k", "top_k"):
-        if field in fields and isinstance(getattr(retriever, field, None), int):
-            return retriever.model_copy(update={field: fetch})
-    if "search_kwargs" in fields and isinstance(getattr(retriever, "search_kwargs", None), dict):
-        return retriever.model_copy(
-            update={"search_kwargs": {**retriever.search_kwargs, "k": fetch}}
-        )
-    return retriever
-
-
-def _combine(existing: Any, where: dict[str, Any]) -> Callable[[Document], bool]:
-    """InMemoryVectorStore filters are callables; keep the user's and add ours."""
-
-    def keep(doc: Document) -> bool:
-        return matches_where(doc.metadata, where)
-
-    if existing is None:
-        return keep
-    if not callable(existing):
-        raise InvalidArgumentType(
-            f"InMemoryVectorStore filter must be callable, got {type(existing).__name__}"
-        )
-
-    def both(doc: Document) -> bool:
-        return bool(existing(doc)) and keep(doc)
-
-    return both

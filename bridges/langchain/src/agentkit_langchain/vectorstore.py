@@ -2,98 +2,108 @@
 
 So ``VectorMemory(LangChainVectorPort(store))`` keeps VectorMemory's write rules
 (upsert by id, provenance-checked ids) on the store a LangChain user already has.
+Tenancy, ids and filters come from the interop layer (``agentkit.interop``), shared
+with the LlamaIndex bridge; this module only speaks LangChain's VectorStore API.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
+import functools
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from agentkit.interop import (
+    CHUNK_KEY,
+    Dialect,
+    chunk_id_of,
+    conditions,
+    dialect_for,
+    in_scope,
+    record_stamps,
+    refuse_unfiltered,
+    run_blocking,
+    store_id,
+    strip_stamps,
+    widen,
+)
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.errors import InvalidArgumentType, StoreError
 from agentkit.kernel.threads import finish_or_undo
 from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
-from agentkit_langchain.mapping import (
-    CHUNK_KEY,
-    DOMAIN_KEY,
-    ORG_KEY,
-    RESERVED_PREFIX,
-    check_unreserved,
-    in_scope,
-    scope_stamp,
-)
+from agentkit_langchain.mapping import check_unreserved
 
-FilterStyle = Literal["auto", "callable", "dict", "none"]
-_STYLES = ("auto", "callable", "dict", "none")
+FilterStyle = str | Dialect | Callable[[dict[str, Any]], Any]
+# A post-filtering store (FAISS) looks at this many candidates at least, as its own
+# default fetch_k does, so a tenant sharing the store usually needs one pass.
+_MIN_CANDIDATES = 20
 _NAMESPACE = uuid.UUID("6f1d7c52-3a0e-4d8b-9a53-2f4b1c9e7a10")
-# Results the store returns before our re-check drops some (other filters it ignored).
-_OVERFETCH = 4
+# (score, document, the record's own metadata) for one search hit.
+_Hit = tuple[float, Document, dict[str, Any]]
 
 
 class LangChainVectorPort:
     """Upsert, search and delete on any LangChain VectorStore, bucketed by scope.
 
-    Tenancy on a shared store: every record carries its scope in metadata
-    (``agentkit_org_id``/``agentkit_domain_id``, ``""`` when unset) and its store id
-    is a UUID derived from (org, domain, chunk id), so two tenants may both write
-    chunk ``"1"``. Searches push the scope (and ``where``) down as a filter and
-    re-check every hit on the way out; the stamps never reach the chunks returned.
-    Records without stamps (written before agentkit) belong to the unscoped bucket;
-    with a dict filter, which cannot say "key absent", an unscoped search makes a
-    second, unfiltered pass to find them.
+    Tenancy on a shared store (``agentkit.interop``'s codec): a scoped record carries
+    its scope in ``agentkit_*`` metadata keys and a store id that encodes (org,
+    domain, chunk id) injectively, so two tenants may both write chunk ``"1"``. The
+    unscoped bucket is everything without a stamp, including the records a user wrote
+    with plain LangChain code: they keep their own ids, so they are read, updated in
+    place and deleted by those ids. Searches push scope and ``where`` down in the
+    store's own filter dialect, re-check every hit, and widen the fetch when the
+    re-check (or a post-filtering store like FAISS) leaves fewer than ``k``. The
+    stamps never reach the chunks returned.
 
-    ``filter_style`` says how the store takes a filter: ``"callable"`` (LangChain's
-    InMemoryVectorStore), ``"dict"`` (``{key: value}`` equality, as Chroma, PGVector
-    and FAISS accept for single keys), ``"none"``, or a function turning the
-    equality dict into the store's own dialect. ``"auto"`` picks callable for
-    InMemoryVectorStore, dict when the store's search declares a ``filter``
-    parameter, else none. A store that cannot filter is refused for scoped use.
+    ``filter_style`` picks the dialect: ``"auto"`` (by the store's class:
+    InMemoryVectorStore, Chroma, QdrantVectorStore, FAISS, PGVector), a dialect name,
+    ``"dict"`` (a flat equality dict), ``"none"``, an ``agentkit.interop.Dialect``, or
+    a function from an equality dict to the store's filter. A store without a dialect
+    cannot keep tenants apart: scoped use is refused before anything is written,
+    unscoped use works.
 
-    Scores are relevance (higher is better): ``similarity_search_with_score`` for
-    InMemoryVectorStore (cosine; it raises NotImplementedError for relevance
-    scores), the store's ``*_with_relevance_scores`` otherwise, or your
+    Scores are relevance (higher is better): cosine similarity for
+    InMemoryVectorStore, the store's ``*_with_relevance_scores`` otherwise, or your
     ``relevance_score_fn`` applied to ``similarity_search_with_score``.
+
+    Deleting ids that do not exist is not an error and never aborts the rest of the
+    batch: only ids the store holds are handed to its ``delete`` (FAISS refuses the
+    whole call over one unknown id). Stores that do not replace on a known id (FAISS)
+    get delete-then-add.
 
     Writes that outlive their caller: LangChain's async methods often run the sync
     ones in a thread, which a timeout cannot stop. So every write first reads the
     records it will touch (``get_by_ids``); if the caller gives up midway, the port
     waits for the store to finish and puts those records back, so a write reported
     failed leaves nothing behind. A store without ``get_by_ids`` cannot be restored:
-    then the port waits for the write and reports what it really did (a write that
-    landed counts as done, even past the timeout).
+    then the port waits for the write and reports what it really did.
     """
 
     def __init__(
         self,
         vectorstore: VectorStore,
         *,
-        filter_style: FilterStyle | Callable[[dict[str, Any]], Any] = "auto",
+        filter_style: FilterStyle = "auto",
         relevance_score_fn: Callable[[float], float] | None = None,
     ) -> None:
         if not isinstance(vectorstore, VectorStore):
             raise InvalidArgumentType(
                 f"vectorstore must be a LangChain VectorStore, got {type(vectorstore).__name__}"
             )
-        if not callable(filter_style) and filter_style not in _STYLES:
-            raise InvalidArgument(
-                f"unknown filter_style {filter_style!r}; expected one of {_STYLES!r} or a callable"
-            )
         if relevance_score_fn is not None and not callable(relevance_score_fn):
             raise InvalidArgumentType("relevance_score_fn must be callable or None")
         self.vectorstore = vectorstore
+        self.dialect = dialect_for(vectorstore, filter_style)
         self._in_memory = isinstance(vectorstore, InMemoryVectorStore)
-        self._style = _resolve_style(vectorstore, filter_style)
         self._relevance = relevance_score_fn
 
     def __repr__(self) -> str:
-        return f"LangChainVectorPort({type(self.vectorstore).__name__})"
+        name = self.dialect.name if self.dialect is not None else "none"
+        return f"LangChainVectorPort({type(self.vectorstore).__name__}, dialect={name!r})"
 
     # --- VectorPort ---
 
@@ -103,29 +113,24 @@ class LangChainVectorPort:
         if not batch:
             return
         self._refuse_unfiltered(scope)
-        stamp = scope_stamp(scope)
-        ids = [store_id(scope, chunk.id) for chunk in batch]
-        docs = [
-            Document(
-                page_content=chunk.text,
-                metadata={
-                    **chunk.metadata,
-                    ORG_KEY: stamp[0],
-                    DOMAIN_KEY: stamp[1],
-                    CHUNK_KEY: chunk.id,
-                },
-                id=sid,
-            )
-            for chunk, sid in zip(batch, ids, strict=True)
-        ]
+        by_id: dict[str, Document] = {}  # one record per id: the batch's last word wins
+        for chunk in batch:
+            sid = self._store_id(scope, chunk.id)
+            metadata = {**chunk.metadata, **record_stamps(scope, chunk.id, sid)}
+            if not metadata:
+                # Chroma stores {} as "no metadata" and then cannot read the record
+                # back by id; the chunk key is stripped on the way out anyway.
+                metadata[CHUNK_KEY] = chunk.id
+            by_id[sid] = Document(page_content=chunk.text, metadata=metadata, id=sid)
+        ids = list(by_id)
+        docs = list(by_id.values())
         store = self.vectorstore
         before = await self._snapshot(ids)
+        replace = self.dialect is None or not self.dialect.native_upsert
 
         async def write() -> None:
-            if not self._in_memory:
-                # Not every store replaces on a known id (FAISS refuses it): clear our
-                # own namespaced ids first. They are never another tenant's or the user's.
-                await self._delete_existing(ids, before)
+            if replace:
+                await self._delete_known(ids, before)
             await store.aadd_documents(docs, ids=ids)
 
         await finish_or_undo(write(), self._undo(ids, before))
@@ -143,143 +148,172 @@ class LangChainVectorPort:
         wanted = check_where(where) or None
         scope = check_scope(scope)
         self._refuse_unfiltered(scope)
-        stamp = scope_stamp(scope)
-        store_filter, complete = self._filter(stamp, wanted)
-        fetch = k if complete else k * _OVERFETCH
-        kwargs: dict[str, Any] = {} if store_filter is None else {"filter": store_filter}
-        hits = await self._scored(query, fetch, kwargs)
-        if stamp == ("", "") and self._style not in ("callable", "none"):
-            # An equality filter cannot match records with no stamp at all (written
-            # before agentkit), yet they are the unscoped bucket: look again without
-            # the scope condition, over-fetched, and let the re-check below keep
-            # only unstamped records. Best effort when tenants crowd the top.
-            only = None if wanted is None else self._where_only(wanted)
-            legacy = {} if only is None else {"filter": only}
-            extra = await self._scored(query, k * _OVERFETCH, legacy)
-            hits = _merge_hits(hits, [(d, sc) for d, sc in extra if ORG_KEY not in d.metadata])
-        out: list[tuple[float, Chunk]] = []
-        for doc, score in hits:
-            raw = doc.metadata
-            if not in_scope(raw, stamp):
-                continue
-            metadata = {key: v for key, v in raw.items() if not key.startswith(RESERVED_PREFIX)}
-            if wanted is not None and not matches_where(metadata, wanted):
-                continue
-            chunk_id = raw.get(CHUNK_KEY)
-            if not isinstance(chunk_id, str) or not chunk_id:
-                chunk_id = doc.id or _content_id(doc.page_content)
-            out.append((float(score), Chunk(chunk_id, doc.page_content, metadata)))
-            if len(out) == k:
-                break
-        return out
+        conds = conditions(scope, wanted)
+        if conds is None:
+            return []  # an empty any-of matches nothing
+        dialect = self.dialect
+        native = dialect.build(conds) if dialect is not None else None
+        post_filter = dialect is not None and dialect.fetch_k and native is not None
+        total = None
+        first = k
+        if post_filter:
+            assert dialect is not None
+            total = dialect.size(self.vectorstore) if dialect.size is not None else None
+            first = max(k, _MIN_CANDIDATES)
+        scored = await self._scorer(query)
+
+        async def fetch(n: int) -> list[_Hit]:
+            kwargs: dict[str, Any] = {}
+            if native is not None:
+                kwargs["filter"] = native
+                if post_filter:
+                    kwargs["fetch_k"] = n
+            found = await scored(n, kwargs)
+            if len(found) < n and native is not None and dialect and dialect.approximate:
+                found = await self._exact(scored, n, kwargs, native, found)
+            return [(float(score), doc, self._own_metadata(doc)) for doc, score in found]
+
+        def keep(hit: _Hit) -> bool:
+            return in_scope(hit[1].metadata, scope) and (
+                wanted is None or matches_where(hit[2], wanted)
+            )
+
+        hits = await widen(fetch, keep, k, first=first, total=total)
+        return [(score, self._chunk(doc, meta)) for score, doc, meta in hits]
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         if isinstance(ids, str) or not isinstance(ids, Sequence):
             raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
         scope = check_scope(scope)
-        wanted = [store_id(scope, _check_id(i)) for i in ids]
+        wanted = list(dict.fromkeys(self._store_id(scope, _check_id(i)) for i in ids))
         if not wanted:  # delete(None) or delete([]) means "everything" to some stores
             return
         before = await self._snapshot(wanted)
-        await finish_or_undo(self.vectorstore.adelete(ids=wanted), self._undo(wanted, before))
+        if before is not None and not before:
+            return  # none of them exists: nothing to do, and nothing to hand the store
+        await finish_or_undo(self._delete_known(wanted, before), self._undo(wanted, before))
 
     # --- helpers ---
 
+    def _store_id(self, scope: Scope, chunk_id: str) -> str:
+        uuid_ids = self.dialect is not None and self.dialect.uuid_ids
+        return store_id(scope, chunk_id, uuid=uuid_ids)
+
     def _refuse_unfiltered(self, scope: Scope) -> None:
-        if self._style == "none" and scope != Scope():
-            raise StoreError(
-                f"{type(self.vectorstore).__name__} cannot filter by metadata (or agentkit "
-                f"cannot tell how), so it cannot keep tenants apart: refusing scoped use "
-                f"for {scope!r}. Pass filter_style='dict' or a filter-building function "
-                f"if the store does filter, or use one store per tenant unscoped."
+        if self.dialect is None:
+            refuse_unfiltered(
+                type(self.vectorstore).__name__,
+                scope,
+                hint="pass filter_style= (a dialect name, a Dialect or a filter-building "
+                "function) if the store does filter",
             )
 
-    def _filter(
-        self, stamp: tuple[str, str], where: dict[str, Any] | None
-    ) -> tuple[Any, bool]:
-        """The store-side filter and whether it covers everything the re-check will."""
-        style = self._style
-        if style == "none":
-            return None, where is None
-        if style == "callable":
+    def _record_id(self, doc: Document) -> str | None:
+        if doc.id:
+            return doc.id
+        key = self.dialect.id_key if self.dialect is not None else None
+        carried = doc.metadata.get(key) if key is not None else None
+        return str(carried) if carried is not None else None
 
-            def keep(doc: Document) -> bool:
-                meta = doc.metadata
-                return in_scope(meta, stamp) and (where is None or matches_where(meta, where))
+    def _own_metadata(self, doc: Document) -> dict[str, Any]:
+        """What the user stored: no port stamps, no keys the store adds on the way out."""
+        meta = strip_stamps(doc.metadata)
+        if self.dialect is not None and self.dialect.added_keys:
+            for key in self.dialect.added_keys:
+                meta.pop(key, None)
+        return meta
 
-            return keep, True
-        equality: dict[str, Any] = {ORG_KEY: stamp[0], DOMAIN_KEY: stamp[1]}
-        complete = True
-        for key, value in (where or {}).items():
-            if isinstance(value, (list, tuple, set, frozenset, dict)):
-                complete = False  # any-of has no portable dict spelling: re-check only
-            else:
-                equality[key] = value
-        if callable(style):
-            return style(equality), complete
-        return equality, complete
+    def _chunk(self, doc: Document, metadata: dict[str, Any]) -> Chunk:
+        chunk_id = chunk_id_of(self._record_id(doc), doc.metadata)
+        if chunk_id is None:  # a store that returns no ids at all: stable per text
+            chunk_id = str(uuid.uuid5(_NAMESPACE, doc.page_content))
+        return Chunk(chunk_id, doc.page_content, metadata)
 
-    def _where_only(self, where: dict[str, Any]) -> Any:
-        """The store filter for ``where`` alone (scalar keys; the re-check does the rest)."""
-        equality = {
-            key: value
-            for key, value in where.items()
-            if not isinstance(value, (list, tuple, set, frozenset, dict))
-        }
-        style = self._style
-        if not equality:
-            return None
-        return style(equality) if callable(style) else equality
-
-    async def _scored(
-        self, query: str, k: int, kwargs: dict[str, Any]
-    ) -> list[tuple[Document, float]]:
+    async def _scorer(
+        self, query: str
+    ) -> Callable[[int, dict[str, Any]], Awaitable[list[tuple[Document, float]]]]:
+        """The store's scored search for ``query``, as ``(k, kwargs) -> hits``."""
         store = self.vectorstore
         if self._in_memory:
             in_memory = cast(InMemoryVectorStore, store)
-            vector = await in_memory.embedding.aembed_query(query)
-            if not any(vector):
-                # A query with no features (empty, punctuation only) is similar to
-                # nothing; LangChain's cosine helper raises on the all-NaN row instead.
-                return []
-            return in_memory.similarity_search_with_score_by_vector(vector, k=k, **kwargs)
-        if self._relevance is not None:
-            raw = await store.asimilarity_search_with_score(query, k=k, **kwargs)
-            fn = self._relevance
-            return [(doc, fn(score)) for doc, score in raw]
-        try:
-            return await store.asimilarity_search_with_relevance_scores(query, k=k, **kwargs)
-        except NotImplementedError as exc:
-            raise StoreError(
-                f"{type(store).__name__} gives no relevance scores; pass "
-                f"relevance_score_fn= to convert its similarity_search_with_score values "
-                f"(higher must mean more relevant)"
-            ) from exc
+            vector = await in_memory.embedding.aembed_query(query)  # once, for every round
+
+            async def by_vector(n: int, kwargs: dict[str, Any]) -> list[tuple[Document, float]]:
+                if not any(vector):
+                    # A query with no features (empty, punctuation only) is similar to
+                    # nothing; LangChain's cosine helper raises on the all-NaN row.
+                    return []
+                return in_memory.similarity_search_with_score_by_vector(vector, k=n, **kwargs)
+
+            return by_vector
+        relevance = self._relevance
+        if relevance is not None:
+            fn = relevance
+
+            async def converted(n: int, kwargs: dict[str, Any]) -> list[tuple[Document, float]]:
+                raw = await store.asimilarity_search_with_score(query, k=n, **kwargs)
+                return [(doc, fn(score)) for doc, score in raw]
+
+            return converted
+
+        async def relevant(n: int, kwargs: dict[str, Any]) -> list[tuple[Document, float]]:
+            try:
+                return await store.asimilarity_search_with_relevance_scores(query, k=n, **kwargs)
+            except NotImplementedError as exc:
+                raise StoreError(
+                    f"{type(store).__name__} gives no relevance scores; pass "
+                    f"relevance_score_fn= to convert its similarity_search_with_score "
+                    f"values (higher must mean more relevant)"
+                ) from exc
+
+        return relevant
+
+    async def _exact(
+        self,
+        scored: Callable[[int, dict[str, Any]], Awaitable[list[tuple[Document, float]]]],
+        n: int,
+        kwargs: dict[str, Any],
+        native: Any,
+        found: list[tuple[Document, float]],
+    ) -> list[tuple[Document, float]]:
+        """A short answer from an approximate store (Chroma), made exact: the records
+        the filter matches, read by metadata alone, then ranked among just those ids."""
+        got = await run_blocking(
+            functools.partial(self.vectorstore.get, where=native, include=[])  # type: ignore[attr-defined]
+        )
+        ids = list(got["ids"])
+        if len(ids) <= len(found):
+            return found  # the answer was complete
+        # The ids alone: Chroma's filtered walk is what under-returned (ids + where
+        # is walked the same way); these ids are exactly the filter's matches.
+        exact = {key: value for key, value in kwargs.items() if key != "filter"}
+        return await scored(n, {**exact, "ids": ids})
 
     async def _snapshot(self, ids: list[str]) -> list[Document] | None:
-        """The records ``ids`` name now, or None when the store cannot say."""
+        """The records ``ids`` name now, as they were written, or None when the store
+        cannot say (no ``get_by_ids``, or a record it returns without its id)."""
+        store = self.vectorstore
         try:
-            return list(await self.vectorstore.aget_by_ids(ids))
+            if self.dialect is not None and self.dialect.name == "chroma":
+                found = await _chroma_get(store, ids)
+            else:
+                found = list(await store.aget_by_ids(ids))
         except NotImplementedError:
             return None
+        out: list[Document] = []
+        for doc in found:
+            rid = self._record_id(doc)
+            if rid is None:
+                return None
+            meta = dict(doc.metadata)
+            if self.dialect is not None:
+                for key in self.dialect.added_keys:
+                    meta.pop(key, None)
+            out.append(Document(page_content=doc.page_content, metadata=meta, id=rid))
+        return out
 
-    def _undo(
-        self, ids: list[str], before: list[Document] | None
-    ) -> Callable[[], Awaitable[None]] | None:
-        """How to put ``ids`` back as ``before`` found them (None: no way to)."""
-        if before is None:
-            return None
-        store = self.vectorstore
-
-        async def restore() -> None:
-            await store.adelete(ids=ids)
-            kept = [doc for doc in before if doc.id]
-            if kept:
-                await store.aadd_documents(kept, ids=[doc.id for doc in kept])
-
-        return restore
-
-    async def _delete_existing(self, ids: list[str], found: list[Document] | None) -> None:
+    async def _delete_known(self, ids: list[str], found: list[Document] | None) -> None:
+        """Delete the records of ``ids`` that exist (all of ``ids`` when unknown)."""
         store = self.vectorstore
         if found is None:
             try:
@@ -291,46 +325,32 @@ class LangChainVectorPort:
         if existing:
             await store.adelete(ids=existing)
 
+    def _undo(
+        self, ids: list[str], before: list[Document] | None
+    ) -> Callable[[], Awaitable[None]] | None:
+        """How to put ``ids`` back as ``before`` found them (None: no way to)."""
+        if before is None:
+            return None
+        store = self.vectorstore
 
-def _merge_hits(
-    first: list[tuple[Document, float]], second: list[tuple[Document, float]]
-) -> list[tuple[Document, float]]:
-    """Two result lists as one, best first, each record once."""
-    seen: set[str] = set()
-    merged: list[tuple[Document, float]] = []
-    for doc, score in sorted([*first, *second], key=lambda hit: -float(hit[1])):
-        key = doc.id or doc.page_content
-        if key not in seen:
-            seen.add(key)
-            merged.append((doc, score))
-    return merged
+        async def restore() -> None:
+            now = await self._snapshot(ids)
+            await self._delete_known(ids, now)
+            if before:
+                await store.aadd_documents(before, ids=[cast(str, doc.id) for doc in before])
 
-
-def store_id(scope: Scope, chunk_id: str) -> str:
-    """The record id in the shared store: a UUID (accepted by every store) per tenant+id."""
-    key = json.dumps([scope.org_id or "", scope.domain_id or "", chunk_id])
-    return str(uuid.uuid5(_NAMESPACE, key))
+        return restore
 
 
-def _content_id(text: str) -> str:
-    return str(uuid.uuid5(_NAMESPACE, text))
-
-
-def _resolve_style(
-    store: VectorStore, style: FilterStyle | Callable[[dict[str, Any]], Any]
-) -> str | Callable[[dict[str, Any]], Any]:
-    if style != "auto":
-        return style
-    if isinstance(store, InMemoryVectorStore):
-        return "callable"
-    for method in ("similarity_search_with_score", "similarity_search"):
-        try:
-            params = inspect.signature(getattr(type(store), method)).parameters
-        except (TypeError, ValueError):
-            continue
-        if "filter" in params:
-            return "dict"
-    return "none"
+async def _chroma_get(store: Any, ids: list[str]) -> list[Document]:
+    """Chroma's get_by_ids fails on a record stored without metadata; read it directly."""
+    result = await run_blocking(store.get, list(ids))
+    return [
+        Document(page_content=text or "", metadata=meta or {}, id=rid)
+        for rid, text, meta in zip(
+            result["ids"], result["documents"], result["metadatas"], strict=False
+        )
+    ]
 
 
 def _check_id(chunk_id: object) -> str:
