@@ -1,27 +1,100 @@
-"""agentkit ``where`` -> LlamaIndex ``MetadataFilters``, as far as it safely goes.
+"""Scope and ``where`` as LlamaIndex ``MetadataFilters``, store by store.
 
-A pushed-down filter only narrows what the backend returns; every result is still
-re-checked with ``matches_where`` afterwards. So a key that cannot be expressed
-(bool, None, dict, mixed lists: LlamaIndex's filter values refuse them) is simply
-left out of the pushdown rather than approximated.
+Every LlamaIndex store takes ``MetadataFilters``, but each spells them differently
+underneath, and a pushed filter may only ever let through *more* than asked (every
+hit is re-checked on the way out; a record the store filtered away is lost). So the
+conditions of a search (``agentkit.interop.conditions``, shared with the LangChain
+bridge) are pushed only where the store is known to evaluate them exactly:
+
+* one flat AND list (the simple store rejects nested groups);
+* values str, int or float (LlamaIndex refuses bool, dict and mixed lists);
+* numbers: the simple store and Chroma compare by value (``1`` finds ``1.0``);
+  Qdrant matches them exactly only as a one-point range; the Postgres store casts
+  the column to float (an error on any non-numeric row), so numbers stay with the
+  re-check there;
+* "not equal" (how the unscoped bucket is selected) only where an absent key counts
+  as not equal (the simple store, Chroma; Qdrant and Postgres drop such records);
+* the Postgres store pastes keys and values into SQL text, so only identifier keys
+  and strings without quotes or backslashes that do not read as numbers go there.
+
+Anything else is left to the re-check (and the port widens its fetch for it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from llama_index.core.schema import QueryBundle
 from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
     FilterCondition,
     FilterOperator,
     MetadataFilter,
     MetadataFilters,
 )
 
+from agentkit import interop
+from agentkit.interop import Condition
+from agentkit.kernel import Scope
 
-def _scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+__all__ = [
+    "Pushdown",
+    "has_empty_any_of",
+    "merge_filters",
+    "pushdown",
+    "query_bundle",
+    "store_can_filter",
+    "store_needs_uuid_ids",
+]
+
+# Stores that take no metadata filters at all (FaissMapVectorStore inherits the
+# refusal). Matched by class name along the MRO, so nothing is imported.
+_CANNOT_FILTER = frozenset({"FaissVectorStore"})
+# Stores whose record ids must be UUIDs.
+_UUID_IDS = frozenset({"QdrantVectorStore"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Spelling:
+    numbers: Literal["eq", "range", "none"] = "none"
+    ne_absent: bool = False  # NE also matches records without the key
+    sql_text: bool = False  # keys and values are pasted into SQL text
+
+
+_DEFAULT = _Spelling()
+_SPELLINGS: dict[str, _Spelling] = {
+    "SimpleVectorStore": _Spelling(numbers="eq", ne_absent=True),
+    "ChromaVectorStore": _Spelling(numbers="eq", ne_absent=True),
+    "QdrantVectorStore": _Spelling(numbers="range"),
+    "PGVectorStore": _Spelling(sql_text=True),
+}
+
+
+def _class_names(store: object) -> list[str]:
+    return [cls.__name__ for cls in type(store).__mro__]
+
+
+def store_can_filter(store: BasePydanticVectorStore) -> bool:
+    """Whether ``store`` honours ``MetadataFilters`` (the ports' tenancy rests on it).
+
+    LlamaIndex stores filter unless known not to; ``can_filter=`` on the port
+    overrides this either way.
+    """
+    return not (set(_class_names(store)) & _CANNOT_FILTER)
+
+
+def store_needs_uuid_ids(store: BasePydanticVectorStore) -> bool:
+    """Whether ``store`` only takes UUID record ids (Qdrant point ids)."""
+    return bool(set(_class_names(store)) & _UUID_IDS)
+
+
+def _spelling(store: BasePydanticVectorStore) -> _Spelling:
+    for name in _class_names(store):
+        if name in _SPELLINGS:
+            return _SPELLINGS[name]
+    return _DEFAULT
 
 
 def has_empty_any_of(where: Mapping[str, Any] | None) -> bool:
@@ -31,40 +104,124 @@ def has_empty_any_of(where: Mapping[str, Any] | None) -> bool:
     )
 
 
-def where_filters(where: Mapping[str, Any] | None) -> tuple[list[MetadataFilter], bool]:
-    """The pushable part of ``where`` as flat filters, and whether that was all of it."""
-    filters: list[MetadataFilter] = []
-    complete = True
-    for key, value in (where or {}).items():
-        if _scalar(value):
-            filters.append(MetadataFilter(key=key, value=value, operator=FilterOperator.EQ))
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _sql_safe(value: object) -> bool:
+    if not isinstance(value, str) or "'" in value or "\\" in value or "\x00" in value:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return True
+    return False  # the Postgres store would compare it as a float
+
+
+def _key_ok(key: str, spelling: _Spelling) -> bool:
+    if not key or key.startswith("$"):
+        return False
+    return key.isidentifier() if spelling.sql_text else not any(ch in key for ch in '.[]"')
+
+
+def _spell(cond: Condition, spelling: _Spelling) -> list[MetadataFilter] | None:
+    """``cond`` as filters the store evaluates exactly, or None if it cannot."""
+    if not _key_ok(cond.key, spelling):
+        return None
+    key, value = cond.key, cond.value
+    if cond.op == "in":
+        values = list(value)
+        if all(isinstance(v, str) for v in values):
+            if spelling.sql_text and not all(_sql_safe(v) for v in values):
+                return None
+            return [MetadataFilter(key=key, value=values, operator=FilterOperator.IN)]
+        kinds = {type(v) for v in values}
+        if spelling.numbers == "eq" and len(kinds) == 1 and kinds <= {int, float}:
+            return [MetadataFilter(key=key, value=values, operator=FilterOperator.IN)]
+        return None
+    if isinstance(value, str):
+        if spelling.sql_text and not _sql_safe(value):
+            return None
+        if cond.op == "eq":
+            return [MetadataFilter(key=key, value=value, operator=FilterOperator.EQ)]
+        if spelling.ne_absent:
+            return [MetadataFilter(key=key, value=value, operator=FilterOperator.NE)]
+        return None
+    if not _number(value) or cond.op != "eq":
+        return None
+    if spelling.numbers == "eq":
+        return [MetadataFilter(key=key, value=value, operator=FilterOperator.EQ)]
+    if spelling.numbers == "range":
+        return [
+            MetadataFilter(key=key, value=value, operator=FilterOperator.GTE),
+            MetadataFilter(key=key, value=value, operator=FilterOperator.LTE),
+        ]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Pushdown:
+    """What a search can hand the store: its filters (None: none), whether the scope
+    reached the store, and whether every condition did (then no re-check can drop a
+    hit, so the first fetch need not be wider than k)."""
+
+    filters: MetadataFilters | None
+    scope_pushed: bool
+    complete: bool
+
+
+def pushdown(
+    store: BasePydanticVectorStore,
+    scope: Scope | None,
+    where: Mapping[str, Any] | None,
+    *,
+    can_filter: bool | None = None,
+) -> Pushdown | None:
+    """The filters for a search of ``scope`` (None: no scope, a retriever's search)
+    with ``where`` on ``store``; None when ``where`` can match nothing."""
+    if can_filter is None:
+        can_filter = store_can_filter(store)
+    conds = interop.conditions(scope if scope is not None else Scope(), where)
+    if conds is None:
+        return None
+    if scope is None:  # drop the unscoped-bucket condition conditions() adds
+        conds = [c for c in conds if c.key not in interop.STAMP_KEYS]
+    where_keys = set(where or {})
+    spelling = _spelling(store)
+    filters: list[MetadataFilter | MetadataFilters] = []
+    scope_pushed = scope is not None
+    complete = {c.key for c in conds} >= where_keys
+    for cond in conds:
+        spelled = _spell(cond, spelling) if can_filter else None
+        if spelled is None:
+            complete = False
+            if cond.key not in where_keys:
+                scope_pushed = False
             continue
-        if isinstance(value, (list, tuple, set, frozenset)) and value:
-            values = list(value)
-            kinds = {type(v) for v in values}
-            if len(kinds) == 1 and kinds <= {str, int, float}:
-                filters.append(MetadataFilter(key=key, value=values, operator=FilterOperator.IN))
-                continue
-        complete = False
-    return filters, complete
+        filters.extend(spelled)
+    made = MetadataFilters(filters=filters, condition=FilterCondition.AND) if filters else None
+    return Pushdown(made, scope_pushed, complete)
 
 
 def merge_filters(
-    existing: MetadataFilters | None, extra: list[MetadataFilter]
+    existing: MetadataFilters | None, extra: MetadataFilters | None
 ) -> tuple[MetadataFilters | None, bool]:
     """AND ``extra`` onto the user's filters, keeping one flat list.
 
     The simple vector store rejects nested groups, so an OR or nested user filter is
-    kept as is and ``extra`` is not pushed (second value False).
+    kept as is and ``extra`` is not pushed (second value False): the user's own
+    restriction always stands, ours is then applied by the re-check alone.
     """
-    if not extra:
+    if extra is None or not extra.filters:
         return existing, True
     if existing is None or not existing.filters:
-        return MetadataFilters(filters=list(extra), condition=FilterCondition.AND), True
+        return extra, True
     flat = all(isinstance(f, MetadataFilter) for f in existing.filters)
     if existing.condition not in (None, FilterCondition.AND) or not flat:
         return existing, False
-    merged = MetadataFilters(filters=[*existing.filters, *extra], condition=FilterCondition.AND)
+    merged = MetadataFilters(
+        filters=[*existing.filters, *extra.filters], condition=FilterCondition.AND
+    )
     return merged, True
 
 

@@ -4,40 +4,32 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from agentkit import interop
 from agentkit.interop import run_blocking
-from agentkit.kernel import Ctx
+from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
-from agentkit_llamaindex._filters import (
-    has_empty_any_of,
-    merge_filters,
-    query_bundle,
-    where_filters,
-)
+from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, pushdown, query_bundle
 from agentkit_llamaindex.mapping import from_node
 from agentkit_llamaindex.retriever import AgentkitRetriever
-from agentkit_llamaindex.vectorstore import (
-    CHUNK_KEY,
-    DOMAIN_KEY,
-    ORG_KEY,
-    PORT_KEYS,
-    scope_bucket,
-)
 
 __all__ = ["LlamaIndexMemory"]
 
-# When ``where`` cannot be pushed down, ask for this many times ``k`` so the re-check
-# still has something to keep.
+# When ``where`` can only be applied by the re-check, the first ask is this many
+# times ``k``; the fetch widens from there if the re-check still leaves too few.
 OVERFETCH = 4
+
+# A per-call retriever asking for ``n`` results (None: nothing can match).
+_Make = Callable[[int], BaseRetriever | None]
 
 
 def _native_async(retriever: BaseRetriever) -> bool:
@@ -45,107 +37,144 @@ def _native_async(retriever: BaseRetriever) -> bool:
     return type(retriever)._aretrieve is not BaseRetriever._aretrieve
 
 
-def _vector_index_call(
-    r: VectorIndexRetriever, k: int, where: dict[str, Any] | None
-) -> BaseRetriever:
-    # Rebuilt per query rather than copied: as_retriever() snapshots the index's node
-    # ids at creation, so a copy would never see nodes inserted since.
-    extra, complete = where_filters(where)
-    filters, merged = merge_filters(r._filters, extra)
-    top_k = k if complete and merged else k * OVERFETCH
+def _own_node_ids(r: BaseRetriever) -> list[str] | None:
+    """The node ids a VectorIndexRetriever is restricted to, or None for "the index".
+
+    ``as_retriever()`` passes a snapshot of every node the index holds at that
+    moment; that is not a restriction but a stale view (later inserts would be
+    invisible), so it is followed live. Any other list was chosen by the user and is
+    kept as it is: the bridge never widens a retriever's own restriction. (A list
+    equal to all of the index's nodes when wrapped cannot be told from the snapshot.)
+    """
+    if type(r) is not VectorIndexRetriever or r._node_ids is None:
+        return None
+    snapshot = list(r._index.index_struct.nodes_dict.values())
+    return None if r._node_ids == snapshot else list(r._node_ids)
+
+
+def _vector_index_plan(
+    r: VectorIndexRetriever, node_ids: list[str] | None, where: dict[str, Any] | None
+) -> tuple[_Make, bool]:
+    """Rebuilt per query rather than copied: the index may have grown since."""
     index = r._index
-    node_ids = r._node_ids
-    if node_ids is not None:
-        node_ids = list(index.index_struct.nodes_dict.values())
-    return VectorIndexRetriever(
-        index,
-        similarity_top_k=top_k,
-        vector_store_query_mode=r._vector_store_query_mode,
-        filters=filters,
-        alpha=r._alpha,
-        node_ids=node_ids,
-        doc_ids=r._doc_ids,
-        sparse_top_k=r._sparse_top_k,
-        hybrid_top_k=r._hybrid_top_k,
-        callback_manager=r.callback_manager,
-        object_map=r.object_map,
-        embed_model=r._embed_model,
-        verbose=r._verbose,
-        vector_store_kwargs=r._kwargs,
-    )
+    plan = pushdown(index.vector_store, None, where)
+    filters, complete = r._filters, not where
+    if plan is not None:  # (an empty any-of never gets here)
+        filters, merged = merge_filters(r._filters, plan.filters)
+        complete = plan.complete and merged
+
+    def make(n: int) -> BaseRetriever:
+        return VectorIndexRetriever(
+            index,
+            similarity_top_k=n,
+            vector_store_query_mode=r._vector_store_query_mode,
+            filters=filters,
+            alpha=r._alpha,
+            node_ids=list(node_ids) if node_ids is not None else None,
+            doc_ids=r._doc_ids,
+            sparse_top_k=r._sparse_top_k,
+            hybrid_top_k=r._hybrid_top_k,
+            callback_manager=r.callback_manager,
+            object_map=r.object_map,
+            embed_model=r._embed_model,
+            verbose=r._verbose,
+            vector_store_kwargs=r._kwargs,
+        )
+
+    return make, complete
 
 
-def _bm25_call(r: Any, k: int, where: dict[str, Any] | None) -> Any | None:
+def _bm25_plan(r: Any, where: dict[str, Any] | None) -> _Make:
     # BM25Retriever takes filters only at construction, as a weight mask over its
     # corpus. The mask only zeroes scores: masked nodes still come back (at 0.0) when
     # k exceeds the matches, which is why every result is re-checked afterwards.
     corpus = r.corpus
-    clone = copy.copy(r)
-    clone.similarity_top_k = min(k, len(corpus))
+    mask: list[int] | None = None
     if where:
         mask = [int(matches_where(entry, where)) for entry in corpus]
         if r.corpus_weight_mask:
             mask = [a & int(bool(b)) for a, b in zip(mask, r.corpus_weight_mask, strict=True)]
-        if not any(mask):
+
+    def make(n: int) -> BaseRetriever | None:
+        if mask is not None and not any(mask):
             return None
-        clone.corpus_weight_mask = mask
-    return clone
+        clone = copy.copy(r)
+        clone.similarity_top_k = min(n, len(corpus))
+        if mask is not None:
+            clone.corpus_weight_mask = mask
+        out: BaseRetriever = clone
+        return out
+
+    return make
 
 
-def _per_call(r: BaseRetriever, k: int, where: dict[str, Any] | None) -> BaseRetriever | None:
-    """A retriever for this one query with ``k`` (and ``where``) pushed down.
-
-    Never the user's object: a copy or a rebuild, so concurrent queries with different
-    ``k`` cannot see each other's settings. ``None`` means nothing can match.
-    """
-    if type(r) is VectorIndexRetriever:
-        return _vector_index_call(r, k, where)
-    if isinstance(r, AgentkitRetriever):
-        # Its own where and tenant stay as bound; only k is ours to set.
-        return r.bind(k=k if not where else k * OVERFETCH)
-    if hasattr(r, "bm25") and isinstance(getattr(r, "corpus", None), list):
-        call: BaseRetriever | None = _bm25_call(r, k, where)
-        return call
-    top_k = k if not where else k * OVERFETCH
+def _top_k_plan(r: BaseRetriever) -> _Make | None:
+    """A copy with ``similarity_top_k`` set, if the retriever lets us set it."""
     for attr in ("similarity_top_k", "_similarity_top_k"):
         current = getattr(r, attr, None)
-        if isinstance(current, int) and not isinstance(current, bool):
+        if not isinstance(current, int) or isinstance(current, bool):
+            continue
+        probe = copy.copy(r)
+        try:
+            setattr(probe, attr, current)
+        except (AttributeError, TypeError, ValueError):
+            continue  # read-only or validated: ask as configured, cut afterwards
+
+        def make(n: int, attr: str = attr) -> BaseRetriever:
             clone = copy.copy(r)
-            try:
-                setattr(clone, attr, top_k)
-            except (AttributeError, TypeError, ValueError):
-                continue  # read-only or validated: ask as configured, cut afterwards
+            setattr(clone, attr, n)
             return clone
-    return r
+
+        return make
+    return None
 
 
-def _tenant_view(item: MemoryItem, bucket: tuple[str, str]) -> MemoryItem | None:
+def _tenant_view(item: MemoryItem, scope: Scope) -> MemoryItem | None:
     """Records a LlamaIndexVectorPort wrote for a tenant stay that tenant's.
 
     An index can hold both the app's shared corpus and tenant facts written through
-    the port. Shared nodes pass; a tenant node passes only for its own scope, and
+    the port. Unstamped nodes pass; a stamped node passes only for its own scope, and
     comes back as the port would return it: its chunk id, no scope keys.
     """
     meta = item.metadata
-    if ORG_KEY not in meta and DOMAIN_KEY not in meta:
-        return item
-    if (meta.get(ORG_KEY), meta.get(DOMAIN_KEY)) != bucket:
+    if interop.ORG_KEY not in meta and interop.DOMAIN_KEY not in meta:
+        if interop.CHUNK_KEY not in meta:
+            return item
+    elif not interop.in_scope(meta, scope):
         return None
-    rest = {key: value for key, value in meta.items() if key not in PORT_KEYS}
-    chunk_id = meta.get(CHUNK_KEY)
-    return dataclasses.replace(
-        item, metadata=rest, id=chunk_id if isinstance(chunk_id, str) else item.id
-    )
+    chunk_id = interop.chunk_id_of(item.id, meta)
+    return dataclasses.replace(item, metadata=interop.strip_stamps(meta), id=chunk_id)
+
+
+def _nested_where(
+    own: dict[str, Any] | None, where: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    # The nested retriever's own where is its restriction and stays; ours is added
+    # (where a key clashes, the re-check applies ours on top of its answer).
+    if not own and not where:
+        return None
+    return {**(where or {}), **(own or {})}
+
+
+def _cut(
+    items: list[MemoryItem | None], keep: Callable[[MemoryItem | None], bool], k: int
+) -> list[MemoryItem]:
+    return [i for i in items if i is not None and keep(i)][:k]
 
 
 class LlamaIndexMemory:
     """A LlamaIndex retriever queried as an agentkit MemorySource.
 
     ``k`` and ``where`` are pushed down where the retriever can take them (a per-call
-    copy; yours is never mutated), and every result is re-checked against ``where`` and
-    cut to ``k`` because some LlamaIndex filters are soft. Sync-only retrievers run on
-    the bridge's thread pool so a CompositeMemory over several of them is concurrent;
-    retrievers with their own ``_aretrieve`` are awaited.
+    copy; yours is never mutated, and its own ``node_ids``, ``doc_ids`` and filters
+    still hold: ``where`` is ANDed onto them). Every result is re-checked against
+    ``where`` and cut to ``k``; when the re-check leaves fewer than ``k``, the
+    retriever is asked again wider until ``k`` match or it has no more. Sync-only
+    retrievers run on agentkit's wide thread pool, so a CompositeMemory over several
+    of them is concurrent; retrievers with their own ``_aretrieve`` are awaited.
+
+    A wrapped ``AgentkitRetriever`` runs its stack with the caller's ``ctx`` (its
+    tenant and timeline), ``k`` and ``where`` added to its own.
 
     Nodes a ``LlamaIndexVectorPort`` wrote for a tenant are returned only to that
     tenant (``ctx.scope``); everything else in the index is treated as shared. Scope
@@ -165,6 +194,7 @@ class LlamaIndexMemory:
         self.retriever = retriever
         self.name = name
         self._native = _native_async(retriever)
+        self._node_ids = _own_node_ids(retriever)
 
     def __repr__(self) -> str:
         return f"LlamaIndexMemory({type(self.retriever).__name__}, name={self.name!r})"
@@ -179,28 +209,52 @@ class LlamaIndexMemory:
     ) -> list[MemoryItem]:
         query = check_query(query)
         k = check_k(k)
-        where = check_where(where)
+        where = check_where(where) or None
+        ctx = check_ctx(ctx)
         if has_empty_any_of(where):
             return []
-        call = _per_call(self.retriever, k, where)
-        if call is None:
-            return []
-        nodes: list[NodeWithScore]
         bundle = query_bundle(query)
-        if self._native:
+        scope = ctx.scope
+
+        def keep(item: MemoryItem | None) -> bool:
+            return item is not None and (where is None or matches_where(item.metadata, where))
+
+        r = self.retriever
+        if isinstance(r, AgentkitRetriever):
+            call = r.bind(ctx=ctx, k=k, where=_nested_where(r.where, where))
             nodes = await call.aretrieve(bundle)
-        else:
-            nodes = await run_blocking(call.retrieve, bundle)
-        bucket = scope_bucket(ctx.scope)
-        items: list[MemoryItem] = []
-        for nws in nodes:
-            item = _tenant_view(from_node(nws, source=self.name), bucket)
-            if item is None or (where and not matches_where(item.metadata, where)):
-                continue
-            items.append(item)
-            if len(items) == k:
-                break
-        return items
+            return _cut(self._items(nodes, scope), keep, k)
+
+        make, first = self._plan(k, where)
+        if make is None:  # k cannot be set: one ask as configured, cut to k
+            return _cut(self._items(await self._retrieve(r, bundle), scope), keep, k)
+
+        async def fetch(n: int) -> list[MemoryItem | None]:
+            call = make(n)
+            if call is None:
+                return []
+            return self._items(await self._retrieve(call, bundle), scope)
+
+        return _cut(await interop.widen(fetch, keep, k, first=first), keep, k)
+
+    def _plan(self, k: int, where: dict[str, Any] | None) -> tuple[_Make | None, int]:
+        """How to ask the retriever for ``n`` results, and how many to ask first."""
+        r = self.retriever
+        overfetch = k * OVERFETCH
+        if type(r) is VectorIndexRetriever:
+            make, complete = _vector_index_plan(r, self._node_ids, where)
+            return make, k if complete else overfetch
+        if hasattr(r, "bm25") and isinstance(getattr(r, "corpus", None), list):
+            return _bm25_plan(r, where), k
+        return _top_k_plan(r), k if not where else overfetch
+
+    async def _retrieve(self, call: BaseRetriever, bundle: QueryBundle) -> list[NodeWithScore]:
+        if self._native:
+            return await call.aretrieve(bundle)
+        return await run_blocking(call.retrieve, bundle)
+
+    def _items(self, nodes: list[NodeWithScore], scope: Scope) -> list[MemoryItem | None]:
+        return [_tenant_view(from_node(nws, source=self.name), scope) for nws in nodes]
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """No-op: a retriever has nowhere to write (see ``accepts_writes``)."""

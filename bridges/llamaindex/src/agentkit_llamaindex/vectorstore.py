@@ -1,63 +1,55 @@
 """LlamaIndexVectorPort: a LlamaIndex vector index as an agentkit VectorPort.
 
 So ``VectorMemory``'s write semantics (upsert by id, provenance-checked ids) hold on
-the index a LlamaIndex app already has. Tenancy on a shared store works by writing
-the scope into each node's metadata, filtering on it in every search and re-checking
-it on the way out; the store-level node id is derived from (scope, chunk id), so two
-tenants may both own a chunk "1" without touching each other's.
+the index a LlamaIndex app already has. Tenancy follows the shared codec in
+``agentkit.interop`` (the LangChain port uses the same one): a scoped node carries
+its scope in metadata and an injective store id; nodes without a stamp, such as
+those written by plain LlamaIndex code, are the unscoped bucket under their own ids.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
-import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.utils import embed_nodes
-from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
-from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
-    FilterCondition,
-    FilterOperator,
-    MetadataFilter,
     MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryResult,
 )
 
+from agentkit import interop
 from agentkit.interop import run_blocking
 from agentkit.kernel import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
-from agentkit_llamaindex._filters import has_empty_any_of, query_bundle, where_filters
+from agentkit_llamaindex._filters import pushdown, store_can_filter, store_needs_uuid_ids
 from agentkit_llamaindex._locks import ReadWriteLock
-from agentkit_llamaindex.mapping import RESERVED_PREFIX, STAMP_KEYS
+from agentkit_llamaindex.mapping import RESERVED_PREFIX
+from agentkit_llamaindex.mapping import STAMP_KEYS as ITEM_KEYS
 
 __all__ = ["LlamaIndexVectorPort"]
 
-ORG_KEY = "agentkit_org_id"
-DOMAIN_KEY = "agentkit_domain_id"
-CHUNK_KEY = "agentkit_chunk_id"
-PORT_KEYS: tuple[str, ...] = (ORG_KEY, DOMAIN_KEY, CHUNK_KEY)
-_HIDDEN = [*PORT_KEYS, *STAMP_KEYS]
-_NAMESPACE = uuid.UUID("6f1c9a52-3b7e-4f0a-9d2e-a9c1b4e7d310")
+# The LLM never sees the port's bookkeeping (nor the item mapping's).
+_HIDDEN = sorted({*interop.STAMP_KEYS, *ITEM_KEYS})
+# When ``where`` can only be applied by the re-check, the first ask is this many
+# times k, so the usual case is still one pass.
 _OVERFETCH = 4
 
 
-def scope_bucket(scope: Scope) -> tuple[str, str]:
-    # "" rather than None: LlamaIndex filters never match a None metadata value.
-    if not isinstance(scope, Scope):
-        raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
-    return scope.org_id or "", scope.domain_id or ""
-
-
-def _node_id(bucket: tuple[str, str], chunk_id: str) -> str:
-    # A UUID because several LlamaIndex stores (Qdrant, pgvector tables) insist on one.
-    return str(uuid.uuid5(_NAMESPACE, "\x1f".join((*bucket, chunk_id))))
+class _Hit(NamedTuple):
+    score: float
+    node: BaseNode
 
 
 def _check_chunks(chunks: object) -> list[Chunk]:
@@ -73,24 +65,76 @@ def _check_chunks(chunks: object) -> list[Chunk]:
     return out
 
 
+def _relevance(raw: Any, distance: bool) -> float:
+    # A query with no features (say, only punctuation) has a zero vector and cosine
+    # is 0/0: no evidence of similarity, so 0.0 rather than NaN.
+    if raw is None:
+        return 0.0
+    value = float(raw)
+    if not math.isfinite(value):
+        return 0.0
+    return 1.0 / (1.0 + max(value, 0.0)) if distance else value
+
+
+def _returns_distances(store: BasePydanticVectorStore) -> bool:
+    """FAISS L2 indexes report squared distances (lower is better) as "similarities"."""
+    if store_can_filter(store) or not hasattr(store, "client"):
+        return False  # only FAISS does this among the stores we know
+    try:
+        faiss = importlib.import_module("faiss")
+    except ImportError:
+        return False
+    return bool(getattr(store.client, "metric_type", None) == faiss.METRIC_L2)
+
+
+def _missing_collection(store: BasePydanticVectorStore) -> bool:
+    """True for a Qdrant store whose collection does not exist yet.
+
+    LlamaIndex's ``QdrantVectorStore`` creates its collection on the first insert;
+    a delete or query before that raises "Collection ... not found", which for us
+    simply means there is nothing there yet.
+    """
+    client = getattr(store, "client", None)
+    name = getattr(store, "collection_name", None)
+    exists = getattr(client, "collection_exists", None)
+    if not callable(exists) or not isinstance(name, str):
+        return False
+    return not exists(name)
+
+
 class LlamaIndexVectorPort:
     """A ``VectorStoreIndex`` (its vector store, docstore and embed model) as a VectorPort.
 
-    Reads and writes go through the index rather than the bare store because the
-    simple store keeps only ids and vectors; the text lives in the docstore. The
-    embedding sees the chunk text only; the LLM sees user metadata but never the
-    bridge's keys. Scores are the store's similarities, higher is better.
+    Reads and writes go through the index's parts rather than the bare store because
+    stores that keep no text (the simple store, FAISS) hold only ids and vectors; the
+    text lives in the index's docstore. The embedding sees the chunk text only; the LLM
+    sees user metadata but never the bridge's keys. Scores are relevance, higher is
+    better (FAISS L2 distances are converted).
 
-    A store that does not honour metadata filters cannot keep tenants apart and is
-    refused with ``StoreError`` the first time it returns a row outside the scope.
+    Tenants: scope and ``where`` go to the store as ``MetadataFilters`` and every hit
+    is re-checked; when the re-check leaves fewer than ``k``, the search asks again
+    wider until ``k`` are found or the store has no more. A store that cannot filter
+    (``FaissVectorStore``) is refused for scoped use before anything is written and
+    works unscoped; ``can_filter=`` overrides the guess for a store we do not know.
+    ``uuid_ids=`` likewise overrides whether record ids must be UUIDs (Qdrant).
     """
 
-    def __init__(self, index: VectorStoreIndex) -> None:
+    def __init__(
+        self,
+        index: VectorStoreIndex,
+        *,
+        can_filter: bool | None = None,
+        uuid_ids: bool | None = None,
+    ) -> None:
         if not isinstance(index, VectorStoreIndex):
             raise InvalidArgumentType(
                 f"index must be a llama_index VectorStoreIndex, got {type(index).__name__}"
             )
+        store = index.vector_store
         self.index = index
+        self._can_filter = store_can_filter(store) if can_filter is None else bool(can_filter)
+        self._uuid_ids = store_needs_uuid_ids(store) if uuid_ids is None else bool(uuid_ids)
+        self._distances = _returns_distances(store)
         self._lock = ReadWriteLock()  # a search never sees a half-done replace
 
     @classmethod
@@ -99,11 +143,14 @@ class LlamaIndexVectorPort:
         store: BasePydanticVectorStore,
         *,
         embed_model: BaseEmbedding | None = None,
+        can_filter: bool | None = None,
+        uuid_ids: bool | None = None,
     ) -> LlamaIndexVectorPort:
         """Wrap a bare vector store; ``embed_model=None`` means ``Settings.embed_model``.
 
-        A store that keeps no text (the simple store) gets the index's docstore for it,
-        so only what is written through this port can be read back.
+        A store that keeps no text (the simple store, FAISS) gets a fresh docstore for
+        it, so only what is written through this port can be read back; wrap the
+        ``VectorStoreIndex`` that holds your nodes to reach those too.
         """
         if not isinstance(store, BasePydanticVectorStore):
             raise InvalidArgumentType(
@@ -115,7 +162,7 @@ class LlamaIndexVectorPort:
             )
         storage = StorageContext.from_defaults(vector_store=store)
         index = VectorStoreIndex(nodes=[], storage_context=storage, embed_model=embed_model)
-        return cls(index)
+        return cls(index, can_filter=can_filter, uuid_ids=uuid_ids)
 
     @property
     def vector_store(self) -> BasePydanticVectorStore:
@@ -123,6 +170,19 @@ class LlamaIndexVectorPort:
 
     def __repr__(self) -> str:
         return f"LlamaIndexVectorPort({type(self.vector_store).__name__})"
+
+    def _check_scope(self, scope: object) -> Scope:
+        checked = check_scope(scope)
+        if not self._can_filter:
+            interop.refuse_unfiltered(
+                type(self.vector_store).__name__,
+                checked,
+                hint="pass can_filter=True if this store does honour MetadataFilters",
+            )
+        return checked
+
+    def _record_id(self, scope: Scope, chunk_id: str) -> str:
+        return interop.store_id(scope, chunk_id, uuid=self._uuid_ids)
 
     # -- writes -------------------------------------------------------------------
 
@@ -135,28 +195,28 @@ class LlamaIndexVectorPort:
         waited for and its real outcome reported.
         """
         batch = _check_chunks(chunks)
-        bucket = scope_bucket(scope)
+        scope = self._check_scope(scope)
         if not batch:
             return
         latest: dict[str, Chunk] = {c.id: c for c in batch}  # last write of an id wins
-        nodes = [self._to_node(bucket, c) for c in latest.values()]
+        nodes = [self._to_node(scope, c) for c in latest.values()]
         await run_gated(lambda gate: run_blocking(self._replace, nodes, gate))
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
-        """Remove by id; gated like :meth:`upsert`, so a given-up delete removes nothing."""
+        """Remove by id; unknown ids are skipped. Gated like :meth:`upsert`."""
         wanted = check_ids(ids)
-        bucket = scope_bucket(scope)
+        scope = self._check_scope(scope)
         if not wanted:
             return  # some stores read an empty id list as "everything"
-        node_ids = list(dict.fromkeys(_node_id(bucket, i) for i in wanted))
-        await run_gated(lambda gate: run_blocking(self._delete_locked, node_ids, gate))
+        record_ids = list(dict.fromkeys(self._record_id(scope, i) for i in wanted))
+        await run_gated(lambda gate: run_blocking(self._delete_locked, record_ids, gate))
 
-    def _to_node(self, bucket: tuple[str, str], chunk: Chunk) -> TextNode:
+    def _to_node(self, scope: Scope, chunk: Chunk) -> TextNode:
+        record_id = self._record_id(scope, chunk.id)
         meta: dict[str, Any] = dict(chunk.metadata)
-        meta[ORG_KEY], meta[DOMAIN_KEY] = bucket
-        meta[CHUNK_KEY] = chunk.id
+        meta.update(interop.record_stamps(scope, chunk.id, record_id))
         return TextNode(
-            id_=_node_id(bucket, chunk.id),
+            id_=record_id,
             text=chunk.text,
             metadata=meta,
             excluded_embed_metadata_keys=list(meta),
@@ -172,24 +232,52 @@ class LlamaIndexVectorPort:
         with self._lock.write():
             if gate is not None and not gate.enter():
                 return  # the caller gave up and reported this write failed
-            self._delete(n.node_id for n in nodes)
+            self._delete([n.node_id for n in nodes])
             self.index.insert_nodes(nodes)
 
-    def _delete_locked(self, node_ids: list[str], gate: CommitGate | None = None) -> None:
+    def _delete_locked(self, record_ids: list[str], gate: CommitGate | None = None) -> None:
         with self._lock.write():
             if gate is not None and not gate.enter():
                 return
-            self._delete(node_ids)
+            self._delete(record_ids)
 
-    def _delete(self, node_ids: Any) -> None:
+    def _delete(self, record_ids: list[str]) -> None:
+        store = self.vector_store
+        if store.stores_text:
+            try:
+                store.delete_nodes(record_ids)
+            except Exception:
+                if _missing_collection(store):
+                    return  # a fresh Qdrant collection: nothing to delete yet
+                raise
+            return
+        self._delete_indexed(record_ids)
+
+    def _delete_indexed(self, record_ids: list[str]) -> None:
+        """Delete from a store that keeps no text: the index maps store ids to nodes.
+
+        Only ids the index holds are passed on (the index struct raises on others).
+        FAISS cannot delete a vector; its row is dropped from the index's map and
+        docstore instead, so it can never be returned again (searches skip it).
+        """
         index = self.index
-        ids = list(node_ids)
-        if not index.vector_store.stores_text:
-            # The index struct raises on unknown ids; only delete what it holds.
-            present = index.index_struct.nodes_dict
-            ids = [i for i in ids if i in present]
-        if ids:
-            index.delete_nodes(ids, delete_from_docstore=True)
+        struct = index.index_struct
+        table = struct.nodes_dict  # store id -> node id
+        if isinstance(self.vector_store, SimpleVectorStore):
+            held = {i: i for i in record_ids if table.get(i) == i}
+        else:
+            wanted = set(record_ids)
+            held = {node_id: key for key, node_id in table.items() if node_id in wanted}
+        if not held:
+            return
+        try:
+            self.vector_store.delete_nodes(list(held))
+        except NotImplementedError:
+            pass  # FAISS: the vector stays, unreachable once unmapped below
+        for node_id, key in held.items():
+            struct.delete(key)
+            index.docstore.delete_document(node_id, raise_error=False)
+        index.storage_context.index_store.add_index_struct(struct)
 
     # -- reads --------------------------------------------------------------------
 
@@ -204,66 +292,91 @@ class LlamaIndexVectorPort:
         query = check_query(query)
         k = check_k(k)
         wanted = check_where(where)
-        bucket = scope_bucket(scope)
-        if has_empty_any_of(wanted):
-            return []
-        extra, complete = where_filters(wanted)
-        filters = MetadataFilters(
-            filters=[
-                MetadataFilter(key=ORG_KEY, value=bucket[0], operator=FilterOperator.EQ),
-                MetadataFilter(key=DOMAIN_KEY, value=bucket[1], operator=FilterOperator.EQ),
-                *extra,
-            ],
-            condition=FilterCondition.AND,
-        )
-        top_k = k if complete else k * _OVERFETCH
-        nodes = await run_blocking(self._retrieve, query, top_k, filters)
+        scope = self._check_scope(scope)
+        plan = pushdown(self.vector_store, scope, wanted, can_filter=self._can_filter)
+        if plan is None:
+            return []  # an empty any-of matches nothing
+        filters, trusted = plan.filters, plan.scope_pushed
+        embedding = await run_blocking(self._embed_query, query)
+        scoped = not interop.is_unscoped(scope)
+
+        def keep(hit: _Hit | None) -> bool:
+            if hit is None:
+                return False
+            meta = hit.node.metadata
+            if not interop.in_scope(meta, scope):
+                if scoped and trusted:
+                    # The scope filter was pushed down: a store that still returns
+                    # other tenants' rows ignores filters and cannot be trusted.
+                    raise StoreError(
+                        f"{type(self.vector_store).__name__} returned a record outside "
+                        "the requested scope: it does not honour metadata filters, so it "
+                        "cannot keep tenants apart; use a store that supports filtering "
+                        "(or can_filter=False, unscoped only)"
+                    )
+                return False  # another tenant's record, met by an unscoped query
+            return matches_where(interop.strip_stamps(meta), wanted)
+
+        async def fetch(n: int) -> list[_Hit | None]:
+            return await run_blocking(self._query, query, embedding, n, filters)
+
+        first = k if plan.complete else k * _OVERFETCH
+        hits = await interop.widen(fetch, keep, k, first=first)
         out: list[tuple[float, Chunk]] = []
-        for nws in nodes:
-            meta = dict(nws.node.metadata)
-            if (meta.get(ORG_KEY), meta.get(DOMAIN_KEY)) != bucket:
-                raise StoreError(
-                    f"{type(self.vector_store).__name__} returned a record outside the "
-                    "requested scope: it does not honour metadata filters, so it cannot "
-                    "keep tenants apart; use a store that supports filtering"
-                )
-            chunk_id = meta.pop(CHUNK_KEY, None)
-            meta.pop(ORG_KEY, None)
-            meta.pop(DOMAIN_KEY, None)
-            if not isinstance(chunk_id, str) or not matches_where(meta, wanted):
-                continue
-            text = nws.node.get_content(metadata_mode=MetadataMode.NONE)
-            # A query with no features (say, only punctuation) has a zero vector and
-            # cosine is 0/0: no evidence of similarity, so 0.0 rather than NaN.
-            score = float(nws.score) if nws.score is not None else 0.0
-            if not math.isfinite(score):
-                score = 0.0
-            out.append((score, Chunk(chunk_id, text, meta)))
-            if len(out) == k:
-                break
+        for hit in hits:
+            assert hit is not None  # keep() refused the gaps
+            node = hit.node
+            meta = node.metadata
+            chunk_id = interop.chunk_id_of(node.node_id, meta) or node.node_id
+            text = node.get_content(metadata_mode=MetadataMode.NONE)
+            out.append((hit.score, Chunk(chunk_id, text, interop.strip_stamps(meta))))
         return out
 
-    def _retrieve(self, query: str, top_k: int, filters: MetadataFilters) -> list[NodeWithScore]:
-        index = self.index
-        # node_ids as as_retriever() would pass them, but current: a retriever built
-        # once would never see later inserts in a store that keeps no text.
-        node_ids = (
-            None if index.vector_store.stores_text else list(index.index_struct.nodes_dict.values())
+    def _embed_query(self, query: str) -> list[float]:
+        # Embedded once per search, however many times the search widens.
+        return self.index._embed_model.get_query_embedding(query)
+
+    def _query(
+        self, query: str, embedding: list[float], n: int, filters: MetadataFilters | None
+    ) -> list[_Hit | None]:
+        """One store query for ``n`` hits, best first; ``None`` marks an unreadable one.
+
+        Gaps keep their place so the caller can tell a store that returned fewer than
+        asked (exhausted) from one whose rows we could not use.
+        """
+        store = self.vector_store
+        request = VectorStoreQuery(
+            query_embedding=embedding, similarity_top_k=n, filters=filters, query_str=query
         )
-        retriever = VectorIndexRetriever(
-            index,
-            similarity_top_k=top_k,
-            filters=filters,
-            node_ids=node_ids,
-            callback_manager=index._callback_manager,
-        )
-        try:
-            with self._lock.read():
-                return retriever.retrieve(query_bundle(query))
-        except (NotImplementedError, ValueError) as exc:
-            if "filter" in str(exc).lower():
-                raise StoreError(
-                    f"{type(self.vector_store).__name__} cannot filter on metadata, so it "
-                    f"cannot keep tenants apart: {exc}"
-                ) from exc
-            raise
+        with self._lock.read():
+            try:
+                result = store.query(request)
+            except Exception:
+                if _missing_collection(store):
+                    return []
+                raise
+            return self._hits(result)
+
+    def _hits(self, result: VectorStoreQueryResult) -> list[_Hit | None]:
+        scores = list(result.similarities or [])
+        if result.nodes:
+            nodes: list[BaseNode | None] = list(result.nodes)
+        else:
+            # A store without text returns store ids: the index maps them to nodes
+            # kept in its docstore. An id it does not map (a FAISS row deleted above,
+            # a node of another index sharing the store) is a gap.
+            table = self.index.index_struct.nodes_dict
+            node_ids = [table.get(i) for i in result.ids or []]
+            found = self.index.docstore.get_nodes(
+                [i for i in node_ids if i is not None], raise_error=False
+            )
+            by_id = {node.node_id: node for node in found if node is not None}
+            nodes = [by_id.get(i) if i is not None else None for i in node_ids]
+        out: list[_Hit | None] = []
+        for position, node in enumerate(nodes):
+            if node is None:
+                out.append(None)
+                continue
+            raw = scores[position] if position < len(scores) else None
+            out.append(_Hit(_relevance(raw, self._distances), node))
+        return out
