@@ -354,6 +354,20 @@ async def _replacing(p: Pair, action: Callable[[], Awaitable[Any]]) -> bool:
     return True
 
 
+def _crowd_text(query: str, tenant: int, i: int) -> str:
+    # The query plus one word of its own: close to the query, yet no two vectors equal.
+    # (Hundreds of identical vectors break Chroma's HNSW graph: its own unfiltered
+    # search then misses records, which would test the store, not the port.)
+    return f"{query} entry{tenant}x{i}"
+
+
+def _assert_outranked(query: str, own: list[str], crowd: str) -> None:
+    """The set-up really buries ``own`` under the crowd (cosine on the same embedder)."""
+    rows = EMBEDDER.embed_sync([query, crowd, *own])
+    sims = rows[1:] @ rows[0]
+    assert float(sims[0]) > float(max(sims[1:])) + 0.1
+
+
 def _ids(hits: list[tuple[float, Chunk]]) -> list[str]:
     return [chunk.id for _, chunk in hits]
 
@@ -543,14 +557,16 @@ async def test_a_tenant_among_many_others_gets_its_k(scoped_pair: Pair) -> None:
     port = scoped_pair.port
     query = "quarterly revenue report"
     crowd = [Scope(f"other-{t}", "finance") for t in range(4)]
-    for other in crowd:  # 200 records that all outrank the tenant's own three
-        await port.upsert([Chunk(f"r{i}", query) for i in range(50)], scope=other)
+    for t, other in enumerate(crowd):  # 200 records that all outrank the tenant's own three
+        await port.upsert([Chunk(f"r{i}", _crowd_text(query, t, i)) for i in range(50)],
+                          scope=other)
     mine = Scope("mine", "finance")
     own = [
         Chunk("m1", "revenue notes for the first quarter", {"kind": "notes"}),
         Chunk("m2", "revenue figures, second quarter", {"kind": "figures"}),
         Chunk("m3", "quarterly revenue summary draft", {"kind": "notes"}),
     ]
+    _assert_outranked(query, [c.text for c in own], _crowd_text(query, 0, 0))
     await port.upsert(own, scope=mine)
     assert scoped_pair.count() == 203
 
@@ -625,9 +641,11 @@ async def test_existing_data_is_found_among_many_tenant_records(scoped_pair: Pai
     key = scoped_pair.source_key
     scoped_pair.write_plain(mine, "holiday calendar for the office", {key: "docs/holidays.md"})
     query = "shared holiday calendar"
+    _assert_outranked(query, ["holiday calendar for the office"], _crowd_text(query, 0, 0))
     for t in range(4):  # 200 tenant records, every one closer to the query
         await scoped_pair.port.upsert(
-            [Chunk(f"h{i}", query) for i in range(50)], scope=Scope(f"tenant-{t}", "hr")
+            [Chunk(f"h{i}", _crowd_text(query, t, i)) for i in range(50)],
+            scope=Scope(f"tenant-{t}", "hr"),
         )
     assert scoped_pair.count() == 201
 
