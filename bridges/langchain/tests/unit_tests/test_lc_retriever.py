@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -13,7 +15,7 @@ from langchain_core.documents import Document
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.state.journal import MutationJournal
-from agentkit.state.memory import CompositeMemory, JournalMemory, MemoryItem
+from agentkit.state.memory import CachedMemory, CompositeMemory, JournalMemory, MemoryItem
 
 
 class Recorder:
@@ -21,7 +23,8 @@ class Recorder:
 
     name = "rec"
 
-    def __init__(self, n: int = 6, *, suspend: bool = False) -> None:
+    def __init__(self, n: int = 6, *, suspend: bool = False, name: str = "rec") -> None:
+        self.name = name
         # Deliberately NOT sorted by score: the retriever must keep this order.
         self.items = [
             MemoryItem(f"fact {i}", "rec", float(i % 3), {"i": i}, id=f"r{i}") for i in range(n)
@@ -39,7 +42,7 @@ class Recorder:
                 "scope": ctx.scope,
                 "ctx": ctx,
                 "where": where,
-                "loop": asyncio._get_running_loop(),
+                "loop": asyncio.get_running_loop(),
                 "thread": threading.current_thread().name,
             }
         )
@@ -109,10 +112,8 @@ def test_tenant_from_config_with_stated_precedence() -> None:
     r.invoke(
         "q", config={"configurable": {"agentkit_ctx": mine, "org_id": "acme", "domain_id": "x"}}
     )
-    # The whole context wins over the ids (the memory may see a scratch copy of it
-    # whose observations are replayed onto ``mine``: same tenant, same run id).
-    seen = mem.calls[-1]["ctx"]
-    assert (seen.scope, seen.run_id) == (mine.scope, mine.run_id)
+    # The whole context wins over the ids, and the memory gets that very object.
+    assert mem.calls[-1]["ctx"] is mine
     with pytest.raises(TypeError, match="agentkit_ctx"):
         r.invoke("q", config={"configurable": {"agentkit_ctx": "acme"}})
 
@@ -124,11 +125,21 @@ async def test_tenant_from_config_async() -> None:
     assert mem.calls[-1]["scope"] == Scope("o1", "d1")
     docs = await r.ainvoke("q", k=1)
     assert len(docs) == 1 and mem.calls[-1]["scope"] == Scope()
+    mine = Ctx(Scope("o2", "d2"))
+    await r.ainvoke("q", config={"configurable": {"agentkit_ctx": mine}})
+    assert mem.calls[-1]["ctx"] is mine
+
+
+def test_constructor_ctx_is_handed_over_as_is() -> None:
+    mem = Recorder(suspend=True)
+    ctx = Ctx(Scope("o", "d"))
+    r = AgentkitRetriever(memory=mem, ctx=ctx)
+    r.invoke("q")
+    assert mem.calls[-1]["ctx"] is ctx
 
 
 def test_constructor_ctx_receives_observations_once() -> None:
-    """A composite member failure is reported on the caller's ctx exactly once,
-    even though the sync path may first try the query inline and then on a loop."""
+    """A composite member failure is reported on the caller's ctx exactly once per call."""
 
     class Broken(Recorder):
         name = "broken"
@@ -148,10 +159,23 @@ def test_constructor_ctx_receives_observations_once() -> None:
     assert len(ctx.timeline.of("memory.source_failed")) == 2
 
 
-def test_in_process_memory_completes_without_any_event_loop() -> None:
-    mem = Recorder()
-    AgentkitRetriever(memory=mem).invoke("q")
-    assert mem.calls[-1]["loop"] is None
+def test_each_sync_call_runs_the_query_exactly_once() -> None:
+    quick, slow = Recorder(2, name="quick"), Recorder(2, suspend=True, name="slow")
+    r = AgentkitRetriever(memory=CompositeMemory([quick, slow], dedupe=None), k=4)
+    for n in range(1, 6):
+        assert len(r.invoke("q")) == 4
+        assert (len(quick.calls), len(slow.calls)) == (n, n)
+
+
+def test_a_cache_in_the_stack_keeps_the_full_answer() -> None:
+    """The cache stores what the one real run returned: nothing degraded to serve later."""
+    quick, slow = Recorder(2, name="quick"), Recorder(2, suspend=True, name="slow")
+    stack = CompositeMemory([quick, slow], dedupe=None, on_error="skip")
+    r = AgentkitRetriever(memory=CachedMemory(stack, ttl_seconds=300), k=4)
+    first = [d.page_content for d in r.invoke("q")]
+    assert sorted(first) == ["fact 0", "fact 0", "fact 1", "fact 1"]
+    assert [d.page_content for d in r.invoke("q")] == first  # served from the cache
+    assert (len(quick.calls), len(slow.calls)) == (1, 1)
 
 
 def test_suspending_memory_runs_on_one_long_lived_loop() -> None:
@@ -159,9 +183,8 @@ def test_suspending_memory_runs_on_one_long_lived_loop() -> None:
     r = AgentkitRetriever(memory=mem, k=2)
     for _ in range(3):
         assert len(r.invoke("q")) == 2
-    loops = {id(c["loop"]) for c in mem.calls if c["loop"] is not None}
-    assert len(loops) == 1  # never a fresh asyncio.run per call
-    assert mem.calls[-1]["thread"] == "agentkit-langchain-loop"
+    assert len({id(c["loop"]) for c in mem.calls}) == 1  # never a fresh asyncio.run per call
+    assert mem.calls[-1]["thread"] == "agentkit-interop-loop"
 
 
 def test_loop_bound_resources_survive_calls_from_many_threads() -> None:
@@ -182,13 +205,13 @@ def test_loop_bound_resources_survive_calls_from_many_threads() -> None:
 
 async def test_sync_invoke_works_inside_a_running_loop() -> None:
     for mem in (Recorder(), Recorder(suspend=True)):
-        docs = AgentkitRetriever(memory=mem, k=2).invoke("q")
+        ctx = Ctx(Scope("o", "d"))
+        docs = AgentkitRetriever(memory=mem, k=2, ctx=ctx).invoke("q")
         assert [d.page_content for d in docs] == ["fact 0", "fact 1"]
+        assert len(mem.calls) == 1 and mem.calls[0]["ctx"] is ctx
 
 
-def test_abandoned_inline_attempt_leaves_no_unawaited_coroutines() -> None:
-    """A composite builds its members' coroutines before it reaches for the loop;
-    the sync path must not leave them to warn "never awaited"."""
+def test_sync_invoke_leaves_no_unawaited_coroutines() -> None:
     import gc
     import warnings
 
@@ -201,9 +224,8 @@ def test_abandoned_inline_attempt_leaves_no_unawaited_coroutines() -> None:
     assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
-def test_inline_attempt_schedules_nothing_on_the_threads_idle_loop() -> None:
-    """gather() outside a running loop falls back to the thread's set-but-idle loop;
-    an abandoned inline attempt must not leave queued tasks there."""
+def test_sync_invoke_schedules_nothing_on_the_threads_idle_loop() -> None:
+    """A thread may have a loop set that nobody runs: the query must not land there."""
     from agentkit.state.files import InMemoryFiles
     from agentkit.state.memory import FileMemory
 
@@ -217,7 +239,7 @@ def test_inline_attempt_schedules_nothing_on_the_threads_idle_loop() -> None:
         asyncio.set_event_loop(idle)  # set, never run: what gather() would fall back to
         try:
             docs = AgentkitRetriever(memory=FileMemory(files), k=3).invoke("refunds")
-            box.append((len(docs), len(asyncio.all_tasks(idle)), len(idle._ready)))  # type: ignore[attr-defined]
+            box.append((len(docs), len(asyncio.all_tasks(idle))))
         finally:
             asyncio.set_event_loop(None)
             idle.close()
@@ -225,7 +247,7 @@ def test_inline_attempt_schedules_nothing_on_the_threads_idle_loop() -> None:
     thread = threading.Thread(target=work)
     thread.start()
     thread.join()
-    assert box == [(2, 0, 0)]
+    assert box == [(2, 0)]
 
 
 def test_errors_from_the_memory_reach_the_caller() -> None:
@@ -241,3 +263,70 @@ def test_returns_documents_for_batch_and_stream() -> None:
     r = AgentkitRetriever(memory=Recorder(), k=1)
     batches = r.batch(["a", "b"], config={"configurable": {"org_id": "o", "domain_id": "d"}})
     assert all(isinstance(b[0], Document) for b in batches)
+
+
+class Hanging(Recorder):
+    """Waits on I/O that never answers; notes its cancellation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.cancelled = False
+
+    async def query(self, query: str, **kw: Any) -> list[MemoryItem]:
+        self.started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return []
+
+
+def test_ctrl_c_during_invoke_cancels_the_query() -> None:
+    mem = Hanging()
+    main = threading.main_thread().ident
+    assert main is not None and threading.current_thread().ident == main
+
+    def press_ctrl_c() -> None:
+        mem.started.wait(10)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            AgentkitRetriever(memory=mem).invoke("q")
+    finally:
+        presser.join()
+        signal.signal(signal.SIGINT, previous)
+    assert mem.cancelled
+
+
+def _invoke_in_child(conn: Any) -> None:
+    try:
+        docs = AgentkitRetriever(memory=Recorder(suspend=True), k=2).invoke("q")
+        conn.send([d.page_content for d in docs])
+    except BaseException as exc:
+        conn.send(repr(exc))
+    finally:
+        conn.close()
+
+
+def test_sync_invoke_works_in_a_forked_child() -> None:
+    r = AgentkitRetriever(memory=Recorder(suspend=True), k=1)
+    assert len(r.invoke("q")) == 1  # the parent's loop thread is up before the fork
+    fork = multiprocessing.get_context("fork")
+    parent_end, child_end = fork.Pipe()
+    child = fork.Process(target=_invoke_in_child, args=(child_end,))
+    child.start()
+    try:
+        assert parent_end.poll(30), "the child never answered"
+        assert parent_end.recv() == ["fact 0", "fact 1"]
+    finally:
+        child.join(30)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    assert child.exitcode == 0
