@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,9 @@ from llama_index.core import Settings
 from llama_index.core.llms import MockLLM
 
 from agentkit.vector import HashingEmbedder
+
+# Chroma (the real-store tests) must never try to phone home.
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
 @pytest.fixture(autouse=True)

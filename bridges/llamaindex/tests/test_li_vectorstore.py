@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from typing import Any
 
 import pytest
@@ -174,3 +175,218 @@ async def test_empty_and_featureless_queries_return_a_list(query: str) -> None:
     assert [c.id for _, c in hits] == ["a"] and all(s == s for s, _ in hits)  # no NaN
     items = await LlamaIndexMemory(index.as_retriever()).query(query, k=3, ctx=Ctx())
     assert [i.id for i in items] == ["n"]
+
+
+# -- real stores ---------------------------------------------------------------------
+# The same port over the stores LlamaIndex users run: the simple store (through its
+# VectorStoreIndex), Chroma in-process, Qdrant local mode and FAISS.
+
+DIM = 64
+UNSCOPED = Scope()
+
+
+def _embed() -> AgentkitEmbedding:
+    return AgentkitEmbedding(HashingEmbedder(dim=DIM))
+
+
+@dataclasses.dataclass
+class Real:
+    """A user's own index over a real store, the port over it, and the store's view."""
+
+    name: str
+    index: VectorStoreIndex
+    port: LlamaIndexVectorPort
+    count: Any  # () -> records the store holds, by its own API
+    user_ids: tuple[str, str] = ("doc-1", "doc-2")
+
+
+def _simple() -> Real:
+    index = VectorStoreIndex([], embed_model=_embed())
+    vectors = index.vector_store.data.embedding_dict  # type: ignore[attr-defined]
+    return Real("simple", index, LlamaIndexVectorPort(index), lambda: len(vectors))
+
+
+def _chroma() -> Real:
+    import chromadb
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    collection = chromadb.EphemeralClient().create_collection("c" + uuid.uuid4().hex)
+    store = ChromaVectorStore(chroma_collection=collection)
+    index = VectorStoreIndex.from_vector_store(store, embed_model=_embed())
+    return Real("chroma", index, LlamaIndexVectorPort(index), collection.count)
+
+
+def _qdrant() -> Real:
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(location=":memory:")
+    store = QdrantVectorStore(client=client, collection_name="docs")
+    index = VectorStoreIndex.from_vector_store(store, embed_model=_embed())
+
+    def count() -> int:
+        return client.count("docs").count if client.collection_exists("docs") else 0
+
+    # LlamaIndex writes Qdrant points under UUIDs (a TextNode's default id is a uuid4).
+    ids = (str(uuid.uuid4()), str(uuid.uuid4()))
+    return Real("qdrant", index, LlamaIndexVectorPort(index), count, ids)
+
+
+def _faiss() -> Real:
+    import faiss
+    from llama_index.core import StorageContext
+    from llama_index.vector_stores.faiss import FaissVectorStore
+
+    store = FaissVectorStore(faiss_index=faiss.IndexFlatL2(DIM))
+    storage = StorageContext.from_defaults(vector_store=store)
+    index = VectorStoreIndex([], storage_context=storage, embed_model=_embed())
+    # FAISS cannot drop a vector; what the index still serves is its node map.
+    return Real("faiss", index, LlamaIndexVectorPort(index), lambda: len(index.docstore.docs))
+
+
+FILTERING = {"simple": _simple, "chroma": _chroma, "qdrant": _qdrant}
+EVERY = {**FILTERING, "faiss": _faiss}
+
+
+@pytest.mark.parametrize("make", FILTERING.values(), ids=list(FILTERING))
+async def test_scopes_that_a_separator_could_join_never_meet(make: Any) -> None:
+    real = make()
+    port = real.port
+    left, right = Scope("a\x1fb", "c"), Scope("a", "b\x1fc")
+    await port.upsert([Chunk("1", "left secret plan")], scope=left)
+    await port.upsert([Chunk("1", "right secret plan")], scope=right)
+    assert real.count() == 2
+    assert [(c.id, c.text) for _, c in await port.search("secret plan", k=5, scope=left)] == [
+        ("1", "left secret plan")
+    ]
+    await port.upsert([Chunk("1", "right plan, revised")], scope=right)
+    await port.delete(["1"], scope=left)
+    assert await port.search("secret plan", k=5, scope=left) == []
+    assert [(c.id, c.text) for _, c in await port.search("plan", k=5, scope=right)] == [
+        ("1", "right plan, revised")
+    ]
+    assert real.count() == 1
+
+
+@pytest.mark.parametrize("make", EVERY.values(), ids=list(EVERY))
+async def test_nodes_written_by_plain_llamaindex_are_the_unscoped_bucket(make: Any) -> None:
+    real = make()
+    mine, theirs = real.user_ids
+    real.index.insert_nodes(
+        [
+            TextNode(id_=mine, text="onboarding checklist", metadata={"file_path": "a.md"}),
+            TextNode(id_=theirs, text="travel expense rules", metadata={"file_path": "b.md"}),
+        ]
+    )
+    if real.name != "faiss":  # a tenant next door, for the stores that can keep one
+        await real.port.upsert([Chunk("t1", "tenant onboarding notes")], scope=ACME.scope)
+    mem = VectorMemory(real.port, name="kb")
+
+    # read: their own ids and metadata, unscoped only
+    [item] = await mem.query("onboarding checklist", k=1, ctx=Ctx())
+    assert (item.id, item.content, dict(item.metadata)) == (
+        mine,
+        "onboarding checklist",
+        {"file_path": "a.md"},
+    )
+    everything = await mem.query("onboarding", k=10, ctx=Ctx())
+    assert sorted(str(i.id) for i in everything) == sorted([mine, theirs])
+    if real.name != "faiss":
+        assert [i.id for i in await mem.query("onboarding", k=10, ctx=ACME)] == ["t1"]
+    held = real.count()
+
+    # a recalled node written back updates it in place
+    await mem.write([dataclasses.replace(item, content="onboarding checklist v2")], ctx=Ctx())
+    assert real.count() == held
+    again = await mem.query("onboarding checklist", k=10, ctx=Ctx())
+    assert [(i.id, i.content) for i in again if i.id == mine] == [(mine, "onboarding checklist v2")]
+    assert [i.id for i in again].count(mine) == 1
+
+    # delete by its own id; an unknown id in the batch is no error and stops nothing
+    await real.port.delete(["never-written", mine, str(uuid.uuid4())], scope=UNSCOPED)
+    assert real.count() == held - 1
+    left = await mem.query("onboarding checklist travel", k=10, ctx=Ctx())
+    assert [i.id for i in left] == [theirs]
+
+
+async def test_first_write_into_a_fresh_qdrant_collection() -> None:
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(location=":memory:")
+    store = QdrantVectorStore(client=client, collection_name="fresh")
+    port = LlamaIndexVectorPort.from_vector_store(store, embed_model=_embed())
+    assert not client.collection_exists("fresh")
+    # nothing there yet: reads are empty and deletes are no-ops, not "not found"
+    assert await port.search("anything", k=3, scope=ACME.scope) == []
+    await port.delete(["x"], scope=ACME.scope)
+    await port.upsert([Chunk("1", "first fact ever", {"lang": "en"})], scope=ACME.scope)
+    assert client.collection_exists("fresh")
+    hits = await port.search("first fact", k=3, scope=ACME.scope)
+    assert [(c.id, c.text, dict(c.metadata)) for _, c in hits] == [
+        ("1", "first fact ever", {"lang": "en"})
+    ]
+    assert await port.search("first fact", k=3, scope=GLOBEX.scope) == []
+
+
+async def test_faiss_is_refused_for_scoped_use_before_anything_is_written() -> None:
+    real = _faiss()
+    port = real.port
+    faiss_index = real.index.vector_store.client
+    for call in (
+        port.upsert([Chunk("1", "acme data")], scope=ACME.scope),
+        port.search("acme", k=3, scope=ACME.scope),
+        port.delete(["1"], scope=ACME.scope),
+    ):
+        with pytest.raises(StoreError, match="cannot keep tenants apart"):
+            await call
+    assert faiss_index.ntotal == 0 and real.count() == 0
+
+    # unscoped it is a working store: write, read, update, delete
+    await port.upsert(
+        [Chunk("a", "penguins live in the south"), Chunk("b", "camels cross the desert")],
+        scope=UNSCOPED,
+    )
+    hits = await port.search("penguins live in the south", k=2, scope=UNSCOPED)
+    assert [c.id for _, c in hits] == ["a", "b"]
+    # relevance, not L2 distance: the exact text scores highest
+    assert all(type(s) is float for s, _ in hits) and hits[0][0] > hits[1][0]
+    await port.upsert([Chunk("a", "penguins swim")], scope=UNSCOPED)
+    await port.delete(["b", "zzz"], scope=UNSCOPED)
+    hits = await port.search("penguins", k=5, scope=UNSCOPED)
+    assert [(c.id, c.text) for _, c in hits] == [("a", "penguins swim")]
+
+
+async def test_faiss_widens_until_a_rechecked_match_is_found() -> None:
+    port = _faiss().port
+    crowd = [Chunk(f"c{i}", f"refund policy entry {i}", {"flag": False}) for i in range(40)]
+    await port.upsert([*crowd, Chunk("x", "store credit only", {"flag": True})], scope=UNSCOPED)
+    # FAISS filters nothing, and a bool cannot be a LlamaIndex filter anyway: only the
+    # re-check knows, and 40 better-ranked records must not hide the one that matches
+    hits = await port.search("refund policy", k=2, scope=UNSCOPED, where={"flag": True})
+    assert [c.id for _, c in hits] == ["x"]
+
+
+async def test_qdrant_widens_past_a_where_it_cannot_spell_exactly() -> None:
+    port = _qdrant().port
+    # numbers in an any-of are left to the re-check on Qdrant (1 must still find 1.0)
+    crowd = [Chunk(f"c{i}", f"refund policy entry {i}", {"tier": 3}) for i in range(30)]
+    await port.upsert([*crowd, Chunk("x", "store credit", {"tier": 1.0})], scope=ACME.scope)
+    hits = await port.search("refund policy", k=3, scope=ACME.scope, where={"tier": [1, 2]})
+    assert [c.id for _, c in hits] == ["x"]
+    hits = await port.search("refund policy", k=3, scope=ACME.scope, where={"tier": 1})
+    assert [c.id for _, c in hits] == ["x"]
+
+
+@pytest.mark.parametrize("make", FILTERING.values(), ids=list(FILTERING))
+async def test_an_unscoped_query_widens_past_tenant_records(make: Any) -> None:
+    real = make()
+    mine, _ = real.user_ids
+    real.index.insert_nodes([TextNode(id_=mine, text="office holiday calendar")])
+    for t in range(3):
+        await real.port.upsert(
+            [Chunk(f"h{i}", f"office holiday calendar entry {t} {i}") for i in range(20)],
+            scope=Scope(f"tenant-{t}", "hr"),
+        )
+    hits = await real.port.search("office holiday calendar entry", k=2, scope=UNSCOPED)
+    assert [c.id for _, c in hits] == [mine]
