@@ -394,12 +394,13 @@ def _reference_merge(pool: list[MemoryItem], mode: str) -> list[tuple[Any, ...]]
         for m in members:
             if m.score is not None and (best.score is None or m.score > best.score):
                 best = m
+        # Stamps a pooled item carries from outside this merge (hand-written here,
+        # read back from a store in life) are not evidence of anything: ignored.
         sources: list[str] = []
         for m in members:
-            for s in (*m.metadata.get("dedupe_sources", ()), m.source):
-                if s not in sources:
-                    sources.append(s)
-        count = sum(m.metadata.get("dedupe_count", 1) for m in members)
+            if m.source not in sources:
+                sources.append(m.source)
+        count = len(members)
         out.append((best.content, best.source, best.score, best.id,
                     {**best.metadata, "dedupe_sources": tuple(sources), "dedupe_count": count}))
     return out

@@ -131,12 +131,23 @@ async def test_rrf_bad_weights(weights: Any, exc: type[Exception]) -> None:
 
 
 async def test_rrf_credits_every_dedupe_source_without_composite_ranks() -> None:
-    survivor = it("shared", "a", 0.5, dedupe_sources=("a", "b"), dedupe_count=2)
+    # A survivor of an earlier merge, reranked on its own.
+    [survivor] = await CompositeMemory(
+        [Fixed("a", [it("shared", "a", 0.5)]), Fixed("b", [it("shared", "b", 0.2)])]
+    ).query("q", k=1, ctx=Ctx())
+    assert survivor.metadata["dedupe_sources"] == ("a", "b")
     pool = [it("a-top", "a", 0.9), survivor, it("b-x", "b", 0.1)]
     got = await rrf_rerank("q", pool, k=3)
     assert got[0].content == "shared"
     assert got[0].score == pytest.approx(1 / 62 + 1 / 61)  # 2nd for a, 1st for b
     assert got[0].metadata["dedupe_count"] == 2
+
+
+async def test_rrf_ignores_stamps_no_merge_of_this_query_wrote() -> None:
+    # The same keys read back from a store (or written by hand) are not a survivor's.
+    stale = it("shared", "a", 0.5, dedupe_sources=("a", "b"), dedupe_count=2)
+    got = await rrf_rerank("q", [it("a-top", "a", 0.9), stale, it("b-x", "b", 0.1)], k=3)
+    assert {i.content: i.score for i in got}["shared"] == pytest.approx(1 / 62)
 
 
 async def test_rrf_uses_each_sources_own_ranks_when_run_by_a_composite() -> None:

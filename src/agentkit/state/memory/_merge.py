@@ -15,6 +15,7 @@ from typing import Literal
 from agentkit.state.memory._frozen import FrozenDict
 from agentkit.state.memory._item import MemoryItem, _evolve
 from agentkit.state.memory._rerank import SourceRanks
+from agentkit.state.memory._stamps import Provenance
 
 DedupeMode = Literal["id", "content"]
 """How two pooled items are judged the same fact.
@@ -187,32 +188,37 @@ def _best(copies: list[MemoryItem]) -> MemoryItem:
 def _stamp(copies: list[MemoryItem]) -> MemoryItem:
     """The best copy, annotated with ``dedupe_sources`` and ``dedupe_count``.
 
-    Both absorb what earlier merges already stamped on a copy, so nested composites
-    count every original copy once.
+    Both are computed from the copies this merge saw. A copy that is itself the
+    survivor of a merge in this query (a nested composite) brings that merge's
+    copies along, so nested composites count every original copy once; stamps that
+    came back from a store or were written by hand are ignored (see ``_stamps``).
     """
     best = _best(copies)
     names: list[str] = []  # groups are small: a list beats a dict here
     total = 0
+    rows: set[tuple[str, str]] = set()
     for copy in copies:
         meta = copy.metadata
-        if meta:
-            stamped = meta.get("dedupe_sources")
-            if isinstance(stamped, tuple):
-                for name in stamped:
-                    if name not in names:
-                        names.append(name)
-            absorbed = meta.get("dedupe_count")
-            total += absorbed if type(absorbed) is int and absorbed >= 1 else 1
+        stamped = meta.get("dedupe_sources") if meta else None
+        if type(stamped) is Provenance:
+            for name in stamped:
+                if name not in names:
+                    names.append(name)
+            total += stamped.copies
+            rows |= stamped.rows
         else:
             total += 1
         name = copy.source
         if name not in names:
             names.append(name)
+        if copy.id is not None:
+            rows.add((name, copy.id))
+    sources = Provenance(names, total, frozenset(rows))
     meta = best.metadata
     if meta:
-        metadata = FrozenDict(meta, dedupe_sources=tuple(names), dedupe_count=total)
+        metadata = FrozenDict(meta, dedupe_sources=sources, dedupe_count=total)
     else:
-        metadata = FrozenDict(dedupe_sources=tuple(names), dedupe_count=total)
+        metadata = FrozenDict(dedupe_sources=sources, dedupe_count=total)
     return _evolve(best, best.score, metadata)
 
 
@@ -242,7 +248,7 @@ def rank_thunk(
                     ranks = table[key] = {}
                 meta = item.metadata
                 stamped = meta.get("dedupe_sources") if meta else None
-                if isinstance(stamped, tuple):
+                if type(stamped) is Provenance:  # a nested merge's survivor
                     for src in stamped:
                         if rank < ranks.get(src, rank + 1):
                             ranks[src] = rank

@@ -18,6 +18,7 @@ from operator import attrgetter
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_k
 from agentkit.state.memory._item import MemoryItem, _evolve
+from agentkit.state.memory._stamps import provenance
 
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al.): damps the head."""
@@ -108,9 +109,13 @@ async def rrf_rerank(
 
 
 def _sources_of(item: MemoryItem) -> tuple[str, ...]:
-    """A dedupe survivor speaks for every source that held a copy."""
-    stamped = item.metadata.get("dedupe_sources")
-    if isinstance(stamped, tuple) and stamped:
+    """A merge's survivor speaks for every source that held a copy.
+
+    Only a survivor of a merge in this query does: stamps read back from a store
+    would credit one source's hit to sources that never returned it.
+    """
+    stamped = provenance(item)
+    if stamped:
         return stamped if item.source in stamped else (*stamped, item.source)
     return (item.source,)
 

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentkit.kernel.ctx import Ctx
+from agentkit.kernel.dedupe import without_dedupe_stamps
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items, scored_items
+from agentkit.state.memory._stamps import held_by
 from agentkit.vector.port import Chunk
 
 
@@ -53,14 +55,18 @@ class VectorMemory:
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """Index items as chunks in ``ctx.scope``.
 
-        The chunk id is ``item.id`` when the item came from THIS source (so a
+        The chunk id is ``item.id`` when that id is this source's own row (so a
         recalled item written back updates its row), else ``metadata["id"]``
-        when the caller names one, else a fresh uuid. An ``item.id`` from
+        when the caller names one, else a fresh uuid. The id is this source's
+        row when the item came from this source, or when it is a merge survivor
+        one of whose copies this source returned under that same id: the usual
+        case for a hybrid, where the lexical half over the same store reports
+        the same chunk ids and its copy often survives. An ``item.id`` from
         another backend is never trusted: ids are unique only within one
         backend, and a composite broadcasts every item to every member, so
         trusting it would overwrite an unrelated row that shares the key.
-        ``metadata["id"]`` is always removed from the stored metadata so there
-        is one id, not two.
+        ``metadata["id"]`` and the merge's dedupe stamps are removed from the
+        stored metadata: one id, not two, and stamps describe one query.
         """
         batch = check_items(items)
         ctx = check_ctx(ctx)
@@ -69,7 +75,7 @@ class VectorMemory:
             await self.vector.upsert(chunks, scope=ctx.scope)
 
     def _chunk(self, item: MemoryItem) -> Chunk:
-        metadata = dict(item.metadata)
+        metadata = without_dedupe_stamps(item.metadata)
         explicit = metadata.pop("id", None)
         if explicit is not None and (
             isinstance(explicit, bool) or not isinstance(explicit, (str, int))
@@ -77,7 +83,7 @@ class VectorMemory:
             raise InvalidArgumentType(
                 f"metadata['id'] must be a str or int, got {type(explicit).__name__}"
             )
-        if item.id is not None and item.source == self.name:
+        if item.id is not None and held_by(item, self.name):
             chunk_id = item.id
         elif explicit is not None:
             chunk_id = str(explicit)
