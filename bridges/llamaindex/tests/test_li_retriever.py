@@ -100,9 +100,40 @@ async def test_async_path_is_native() -> None:
 
 
 async def test_sync_retrieve_works_inside_a_running_loop() -> None:
-    r = AgentkitRetriever(_notes(delay=0.01), k=1, ctx=Ctx(ACME))
+    src = _notes(delay=0.01)
+    r = AgentkitRetriever(src, k=1, ctx=Ctx(ACME))
     assert [n.node.node_id for n in r.retrieve("q")] == ["a1"]
     assert [n.node.node_id for n in r.retrieve("q")] == ["a1"]
+    assert len(src.seen) == 2  # once per call
+
+
+class CtxRecorder:
+    """Remembers the Ctx objects it was handed."""
+
+    name = "ctx-recorder"
+
+    def __init__(self) -> None:
+        self.ctxs: list[Ctx] = []
+
+    async def query(self, query: str, *, k: int, ctx: Ctx, where: Any = None) -> list[MemoryItem]:
+        self.ctxs.append(ctx)
+        await asyncio.sleep(0)
+        return [MemoryItem("hit", self.name, 1.0, id="h")]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        return None
+
+
+async def test_the_memory_gets_the_bound_ctx_object_sync_and_async() -> None:
+    src = CtxRecorder()
+    mine, theirs = Ctx(ACME), Ctx(GLOBEX)
+    r = AgentkitRetriever(src, ctx=mine)
+    r.retrieve("q")
+    await r.aretrieve("q")
+    r.bind(ctx=theirs).retrieve("q")
+    await asyncio.to_thread(r.retrieve, "q")
+    assert [c is mine for c in src.ctxs] == [True, True, False, True]
+    assert src.ctxs[2] is theirs
 
 
 def test_nodes_are_fresh_per_call() -> None:

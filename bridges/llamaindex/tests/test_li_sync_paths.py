@@ -1,13 +1,18 @@
-"""Sync entry points with no event loop anywhere, and the runner's fallbacks."""
+"""Sync entry points: once per call, on one loop, cancellable, fork-safe."""
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import signal
+import threading
 import warnings
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+import pytest
 from agentkit_llamaindex import AgentkitEmbedding, AgentkitRetriever, LlamaIndexMemory
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever, QueryFusionRetriever, RouterRetriever
@@ -17,7 +22,7 @@ from llama_index.core.selectors import EmbeddingSingleSelector
 from llama_index.core.tools import RetrieverTool
 
 from agentkit.kernel import Ctx
-from agentkit.state.memory import CompositeMemory, MemoryItem
+from agentkit.state.memory import CachedMemory, CompositeMemory, MemoryItem
 from agentkit.vector import HashingEmbedder
 
 
@@ -39,7 +44,7 @@ class Flaky:
         return None
 
 
-def _stack() -> CompositeMemory:
+def _stack(log: list[str] | None = None) -> CompositeMemory:
     class Topic:
         def __init__(self, name: str, texts: list[str]) -> None:
             self.name = name
@@ -48,6 +53,8 @@ def _stack() -> CompositeMemory:
         async def query(
             self, query: str, *, k: int, ctx: Ctx, where: Any = None
         ) -> list[MemoryItem]:
+            if log is not None:
+                log.append(self.name)
             await asyncio.sleep(0)
             return [
                 MemoryItem(t, self.name, 1.0 - i / 10, id=f"{self.name}-{i}")
@@ -100,14 +107,111 @@ def test_plain_sync_query_engine_fusion_and_router() -> None:
     assert [n.node.node_id for n in router.retrieve("billing invoices")] == ["billing-0"]
 
 
-def test_a_memory_that_starts_suspending_falls_back_to_the_loop() -> None:
+def test_each_sync_retrieve_runs_the_query_exactly_once() -> None:
     src = Flaky()
     r = AgentkitRetriever(src, k=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no "never awaited" leftovers
         got = [r.retrieve("q")[0].node.get_content() for _ in range(6)]
-    # call 4 began inline, reached for the loop, and was re-run on the bridge's loop
-    assert got == ["q #1", "q #2", "q #3", "q #5", "q #6", "q #7"]
+    # whether or not the query suspends (from call 4 on), it runs once per call
+    assert got == [f"q #{i}" for i in range(1, 7)]
+    assert src.calls == 6
+
+
+def test_a_cache_in_the_stack_keeps_the_full_answer() -> None:
+    log: list[str] = []
+    r = AgentkitRetriever(CachedMemory(_stack(log), ttl_seconds=300), k=3)
+    first = [n.node.node_id for n in r.retrieve("refunds")]
+    assert first == ["billing-0", "shipping-0", "billing-1"]
+    assert [n.node.node_id for n in r.retrieve("refunds")] == first
+    assert sorted(log) == ["billing", "shipping"]  # one real run, then the cache
+
+
+def test_loop_bound_resources_keep_working_across_many_sync_calls() -> None:
+    class Locked(Flaky):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock: asyncio.Lock | None = None
+            self.loop: asyncio.AbstractEventLoop | None = None
+
+        async def query(self, query: str, **kw: Any) -> list[MemoryItem]:
+            if self.loop is None:
+                self.loop, self.lock = asyncio.get_running_loop(), asyncio.Lock()
+            assert asyncio.get_running_loop() is self.loop, "moved to another loop"
+            assert self.lock is not None
+            async with self.lock:
+                await asyncio.sleep(0.001)
+                return await super().query(query, **kw)
+
+    src = Locked()
+    r = AgentkitRetriever(src, k=1)
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: r.retrieve("q"), range(24)))
+    assert all(len(nodes) == 1 for nodes in results) and src.calls == 24
+
+
+class Hanging(Flaky):
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.cancelled = False
+
+    async def query(self, query: str, **kw: Any) -> list[MemoryItem]:
+        self.started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return []
+
+
+def test_ctrl_c_during_retrieve_cancels_the_query() -> None:
+    src = Hanging()
+    main = threading.main_thread().ident
+    assert main is not None and threading.current_thread().ident == main
+
+    def press_ctrl_c() -> None:
+        src.started.wait(10)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    presser = threading.Thread(target=press_ctrl_c)
+    presser.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            AgentkitRetriever(src).retrieve("q")
+    finally:
+        presser.join()
+        signal.signal(signal.SIGINT, previous)
+    assert src.cancelled
+
+
+def _retrieve_in_child(conn: Any) -> None:
+    try:
+        nodes = AgentkitRetriever(_stack(), k=2).retrieve("refunds")
+        conn.send([n.node.node_id for n in nodes])
+    except BaseException as exc:
+        conn.send(repr(exc))
+    finally:
+        conn.close()
+
+
+def test_sync_retrieve_works_in_a_forked_child() -> None:
+    assert len(AgentkitRetriever(_stack(), k=1).retrieve("q")) == 1  # loop up before fork
+    fork = multiprocessing.get_context("fork")
+    parent_end, child_end = fork.Pipe()
+    child = fork.Process(target=_retrieve_in_child, args=(child_end,))
+    child.start()
+    try:
+        assert parent_end.poll(30), "the child never answered"
+        assert parent_end.recv() == ["billing-0", "shipping-0"]
+    finally:
+        child.join(30)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    assert child.exitcode == 0
 
 
 async def test_native_async_retrievers_are_awaited_not_threaded() -> None:
