@@ -9,6 +9,7 @@ bridges cannot drift apart. Depends on the kernel only: no framework imports her
 from agentkit.interop._dialects import DIALECTS, Condition, Dialect, conditions, dialect_for
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
+from agentkit.interop._scores import usable_score
 from agentkit.interop._tenancy import (
     CHUNK_KEY,
     DOMAIN_KEY,
@@ -55,5 +56,6 @@ __all__ = [
     "stamp",
     "store_id",
     "strip_stamps",
+    "usable_score",
     "widen",
 ]

@@ -11,12 +11,12 @@ what they handed over and what came back as :class:`Seen` records and let
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import Field, dataclass, replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from agentkit.interop._scores import usable_score
 from agentkit.kernel.errors import InvalidArgument
 from agentkit.kernel.validate import check_k
 
@@ -95,8 +95,8 @@ def reranked_items(
         if position is None:
             continue
         item = items[position]
-        new = _usable(seen.score)
-        if new is not None and new != _usable(handed[position].score) and new != item.score:
+        new = usable_score(seen.score)
+        if new is not None and new != usable_score(handed[position].score) and new != item.score:
             item = replace(item, score=new)
         out.append(item)
         if len(out) == k:
@@ -147,10 +147,3 @@ class _Matcher:
                 return position
         return positions[0]  # all claimed: a duplicate, which claim() skips
 
-
-def _usable(value: object) -> float | None:
-    """A framework score as a plain float, or ``None`` when it is not a usable number."""
-    if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    score = float(value)
-    return score if math.isfinite(score) else None

@@ -8,13 +8,12 @@ carries one is refused, because overwriting it would break the round trip silent
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.documents import Document
 
+from agentkit.interop import usable_score
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 
@@ -85,9 +84,9 @@ def from_document(doc: Document, *, source: str | None = None) -> MemoryItem:
     doc_id = doc.id
     if len(metadata) == len(raw):
         # Never passed through agentkit: the framework's own score, keys kept.
-        score = as_score(raw.get("relevance_score"))
+        score = usable_score(raw.get("relevance_score"))
         if score is None:
-            score = as_score(raw.get("score"))
+            score = usable_score(raw.get("score"))
         return MemoryItem(
             doc.page_content, source or DEFAULT_SOURCE, score, metadata, id=doc_id
         )
@@ -96,12 +95,5 @@ def from_document(doc: Document, *, source: str | None = None) -> MemoryItem:
     if doc_id is None:
         carried = raw.get(ID_KEY)
         doc_id = carried if isinstance(carried, str) else None
-    return MemoryItem(doc.page_content, name, as_score(raw.get(SCORE_KEY)), metadata, id=doc_id)
+    return MemoryItem(doc.page_content, name, usable_score(raw.get(SCORE_KEY)), metadata, id=doc_id)
 
-
-def as_score(value: object) -> float | None:
-    """A usable score or None: stores hand back numpy floats, strings, NaN."""
-    if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    result = float(value)
-    return result if math.isfinite(result) else None

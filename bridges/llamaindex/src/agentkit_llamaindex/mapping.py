@@ -9,13 +9,12 @@ they are bookkeeping, and leaking them into prompts would change answers.
 from __future__ import annotations
 
 import hashlib
-import math
-import numbers
 from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
+from agentkit.interop import usable_score
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 
@@ -105,13 +104,6 @@ def _is_copy_of(node_id: str, base: str) -> bool:
     return node_id.startswith(prefix) and node_id[len(prefix) :].isdigit()
 
 
-def _as_score(value: Any) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    score = float(value)  # numpy floats from stores become plain floats
-    return score if math.isfinite(score) else None
-
-
 def _content(node: BaseNode) -> str:
     if isinstance(node, TextNode):
         return node.text
@@ -159,5 +151,5 @@ def from_node(
     else:
         item_source = source or _DEFAULT_SOURCE
         item_id = stamped_id if isinstance(stamped_id, str) and not node_id else node_id
-    score = _as_score(stamped_score) if has_score else _as_score(node_score)
+    score = usable_score(stamped_score) if has_score else usable_score(node_score)
     return MemoryItem(content, item_source, score, meta, id=item_id)
