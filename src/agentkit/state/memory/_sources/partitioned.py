@@ -25,6 +25,7 @@ from agentkit.state.memory._sources._args import check_ctx, check_items
 from agentkit.state.memory._sources.files import FileMemory
 
 SourceFactory = Callable[[Scope], "MemorySource | Awaitable[MemorySource]"]
+ExistsProbe = Callable[[Scope], "bool | Awaitable[bool]"]
 
 # Scope ids become directory names; longer encodings fall back to a digest so a name
 # never exceeds the usual 255-byte file name limit.
@@ -43,10 +44,16 @@ class PerScopeMemory:
     tenant's source stamped them, so write-back by provenance keeps working. Every
     built source is kept for the life of this object (``close()`` closes those that
     can be closed).
+
+    ``exists(scope)`` (sync or async, optional) says whether a tenant has anything
+    stored yet. When given, a query for a scope it denies answers ``[]`` without
+    building or keeping a source: reads never create, so probing a thousand unknown
+    tenants leaves nothing behind. Writes always build.
     """
 
     factory: SourceFactory
     name: str = "per-scope"
+    exists: ExistsProbe | None = field(default=None, kw_only=True)
     _sources: dict[Scope, MemorySource] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -61,6 +68,11 @@ class PerScopeMemory:
             )
         if not isinstance(self.name, str) or not self.name:
             raise InvalidArgumentType("name must be a non-empty str")
+        if self.exists is not None and not callable(self.exists):
+            raise InvalidArgumentType(
+                f"exists must be a callable taking a Scope or None, "
+                f"got {type(self.exists).__name__}"
+            )
 
     @property
     def accepts_writes(self) -> bool:
@@ -84,7 +96,9 @@ class PerScopeMemory:
         k = check_k(k)
         where = check_where(where)
         ctx = check_ctx(ctx)
-        source = await self.source_for(ctx.scope)
+        source = await self._source_to_read(ctx.scope)
+        if source is None:
+            return []
         return list(await source.query(query, k=k, ctx=ctx, where=where))[:k]
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
@@ -96,13 +110,7 @@ class PerScopeMemory:
 
     async def source_for(self, scope: Scope) -> MemorySource:
         """The source for ``scope``, built once; refuses an incomplete scope."""
-        if not isinstance(scope, Scope):
-            raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
-        if not scope.complete:
-            raise ScopeViolation(
-                f"memory source {self.name!r} keeps one backend per tenant and needs a "
-                f"complete scope (org_id and domain_id set), got {scope!r}"
-            )
+        self._check_scope(scope)
         while True:
             found = self._sources.get(scope)
             if found is not None:
@@ -116,6 +124,26 @@ class PerScopeMemory:
                 if not pending.cancelled():
                     raise  # we were cancelled ourselves
                 # the builder was cancelled, not us: try again
+
+    async def _source_to_read(self, scope: Scope) -> MemorySource | None:
+        """The source to query, or None when ``exists`` says there is nothing to read."""
+        self._check_scope(scope)
+        probe = self.exists
+        if probe is None or scope in self._sources or scope in self._building:
+            return await self.source_for(scope)
+        there = probe(scope)
+        if inspect.isawaitable(there):
+            there = await there
+        return await self.source_for(scope) if there else None
+
+    def _check_scope(self, scope: object) -> None:
+        if not isinstance(scope, Scope):
+            raise InvalidArgumentType(f"scope must be a Scope, got {type(scope).__name__}")
+        if not scope.complete:
+            raise ScopeViolation(
+                f"memory source {self.name!r} keeps one backend per tenant and needs a "
+                f"complete scope (org_id and domain_id set), got {scope!r}"
+            )
 
     async def _build(self, scope: Scope) -> MemorySource:
         pending: asyncio.Future[MemorySource] = asyncio.get_running_loop().create_future()
@@ -166,6 +194,8 @@ def files_per_scope(
     everything else, upper case included, as ``%XX`` bytes; very long ids as a digest)
     so any scope id is one safe, distinct directory name, even on a case-insensitive
     file system, and ``..`` or ``/`` in an id can never climb out of ``root``.
+    A tenant's directory is made by its first write; a query for a tenant without
+    one answers ``[]`` and creates nothing.
     """
     if not isinstance(root, (str, os.PathLike)):
         raise InvalidArgumentType(f"root must be a path, got {type(root).__name__}")
@@ -173,13 +203,19 @@ def files_per_scope(
     if not os.path.isdir(base):
         raise NotADirectoryError(f"root must be an existing directory: {base!r}")
 
-    async def build(scope: Scope) -> MemorySource:
+    def folder(scope: Scope) -> str:
         assert scope.org_id is not None and scope.domain_id is not None
-        path = os.path.join(base, scope_dirname(scope.org_id), scope_dirname(scope.domain_id))
+        return os.path.join(base, scope_dirname(scope.org_id), scope_dirname(scope.domain_id))
+
+    async def build(scope: Scope) -> MemorySource:
+        path = folder(scope)
         await asyncio.to_thread(os.makedirs, path, exist_ok=True)
         return FileMemory(LocalFiles(path, max_bytes=max_bytes), name=name)
 
-    return PerScopeMemory(build, name=name)
+    async def exists(scope: Scope) -> bool:
+        return await asyncio.to_thread(os.path.isdir, folder(scope))
+
+    return PerScopeMemory(build, name=name, exists=exists)
 
 
 def scope_dirname(part: str) -> str:
