@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -15,8 +16,8 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 from llama_index.retrievers.bm25 import BM25Retriever
 
-from agentkit.kernel import Ctx
-from agentkit.state.memory import CompositeMemory, MemorySource
+from agentkit.kernel import Ctx, Scope
+from agentkit.state.memory import CompositeMemory, MemoryItem, MemorySource, VectorMemory
 
 DOCS = [
     ("d1", "the refund policy allows returns within thirty days", {"tenant": "acme"}),
@@ -228,3 +229,120 @@ async def test_top_k_is_pushed_into_a_copy_and_read_only_settings_are_tolerated(
     assert r.similarity_top_k == 1  # ... and yours kept its setting
     items = await LlamaIndexMemory(ReadOnly("ro", 0)).query("q", k=2, ctx=Ctx())
     assert [i.id for i in items] == ["ro-0", "ro-1"]
+
+
+# -- restrictions, widening and the caller's ctx ----------------------------------------
+
+
+async def test_a_retriever_restricted_to_node_ids_is_never_widened() -> None:
+    from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
+
+    index = VectorStoreIndex(_nodes())
+    only = VectorIndexRetriever(index, node_ids=["d3", "d5"], similarity_top_k=1)
+    mem = LlamaIndexMemory(only)
+    assert {i.id for i in await mem.query("refund policy", k=5, ctx=Ctx())} == {"d3", "d5"}
+    assert [i.id for i in await mem.query("ships", k=5, ctx=Ctx(), where={"tenant": "globex"})] == [
+        "d5"
+    ]
+    assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "initech"}) == []
+    # later inserts stay outside the user's list
+    index.insert_nodes([TextNode(id_="late", text="refund policy update")])
+    assert {i.id for i in await mem.query("refund policy", k=5, ctx=Ctx())} == {"d3", "d5"}
+
+
+async def test_a_retrievers_own_filters_are_anded_with_where() -> None:
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+
+    index = VectorStoreIndex(
+        [
+            *_nodes(),
+            TextNode(id_="d6", text="globex refund form", metadata={"tenant": "globex", "k": "f"}),
+        ]
+    )
+    globex_only = index.as_retriever(
+        filters=MetadataFilters(filters=[MetadataFilter(key="tenant", value="globex")])
+    )
+    mem = LlamaIndexMemory(globex_only)
+    assert {i.id for i in await mem.query("refund", k=5, ctx=Ctx())} == {"d4", "d5", "d6"}
+    assert [i.id for i in await mem.query("refund", k=5, ctx=Ctx(), where={"k": "f"})] == ["d6"]
+    # where cannot lift the retriever's own filter
+    assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "acme"}) == []
+
+
+async def test_where_on_a_store_that_cannot_filter_widens_instead_of_coming_back_short() -> None:
+    import faiss
+    from llama_index.core import StorageContext
+    from llama_index.vector_stores.faiss import FaissVectorStore
+
+    store = FaissVectorStore(faiss_index=faiss.IndexFlatL2(256))
+    crowd = [
+        TextNode(id_=f"a{i}", text=f"refund policy note {i}", metadata={"tenant": "acme"})
+        for i in range(40)
+    ]
+    index = VectorStoreIndex(
+        [*crowd, TextNode(id_="g", text="store credit", metadata={"tenant": "globex"})],
+        storage_context=StorageContext.from_defaults(vector_store=store),
+    )
+    mem = LlamaIndexMemory(index.as_retriever(similarity_top_k=2))
+    items = await mem.query("refund policy", k=2, ctx=Ctx(), where={"tenant": "globex"})
+    assert [i.id for i in items] == ["g"]
+    assert len(await mem.query("refund policy", k=3, ctx=Ctx())) == 3
+
+
+class Recording:
+    """A memory that notes what each query was asked with."""
+
+    name = "rec"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Ctx, int, dict[str, Any] | None]] = []
+
+    async def query(
+        self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        self.calls.append((ctx, k, where))
+        tenant = ctx.scope.org_id or "nobody"
+        return [
+            MemoryItem(f"{tenant} fact {i}", "rec", 1 - i / 10, id=f"{tenant}-{i}")
+            for i in range(k)
+        ]
+
+    async def write(self, items: object, *, ctx: Ctx) -> None:
+        return None
+
+
+async def test_a_nested_agentkit_retriever_runs_with_the_callers_ctx() -> None:
+    from agentkit_llamaindex import AgentkitRetriever
+
+    rec = Recording()
+    bound_elsewhere = Ctx(Scope("globex", "kb"))
+    inner = AgentkitRetriever(rec, k=2, where={"lang": "en"}, ctx=bound_elsewhere)
+    mem = LlamaIndexMemory(inner, name="outer")
+    caller = Ctx(Scope("acme", "kb"))
+    items = await mem.query("q", k=3, ctx=caller, where={"tier": 1})
+    ctx, k, where = rec.calls[-1]
+    assert ctx is caller  # the caller's very object: tenant and timeline
+    assert k == 3 and where == {"lang": "en", "tier": 1}
+    assert [i.id for i in items] == []  # the re-check still applies the caller's where
+    items = await mem.query("q", k=3, ctx=caller)
+    assert [i.id for i in items] == ["acme-0", "acme-1", "acme-2"]
+    assert inner.ctx is bound_elsewhere and inner.k == 2  # the user's retriever is untouched
+
+
+async def test_tenants_reach_their_own_records_through_a_nested_stack_on_chroma() -> None:
+    import chromadb
+    from agentkit_llamaindex import AgentkitRetriever, LlamaIndexVectorPort
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    collection = chromadb.EphemeralClient().create_collection("c" + uuid.uuid4().hex)
+    port = LlamaIndexVectorPort.from_vector_store(ChromaVectorStore(chroma_collection=collection))
+    kb = VectorMemory(port, name="kb")
+    acme, globex = Ctx(Scope("acme", "kb")), Ctx(Scope("globex", "kb"))
+    await kb.write([MemoryItem("acme refund window is 30 days", "kb", id="r")], ctx=acme)
+    await kb.write([MemoryItem("globex refund window is 90 days", "kb", id="r")], ctx=globex)
+    outer = CompositeMemory([LlamaIndexMemory(AgentkitRetriever(kb), name="nested")])
+    [a] = await outer.query("refund window", k=3, ctx=acme)
+    [g] = await outer.query("refund window", k=3, ctx=globex)
+    assert (a.id, a.content) == ("r", "acme refund window is 30 days")
+    assert (g.id, g.content) == ("r", "globex refund window is 90 days")
+    assert await outer.query("refund window", k=3, ctx=Ctx()) == []
