@@ -8,6 +8,10 @@ read the same store, so a chunk found by both is one item whose fused score adds
 two reciprocal ranks. Each half is read ``depth`` deep before fusion (a chunk ranked
 30th by words but 2nd by meaning must be in the pool to be rescued), and only the top
 ``k`` of the fused list is returned.
+
+Writing a recalled item back (``memory.write``) updates its row: the survivor is
+usually the lexical copy, and VectorMemory takes its id as its own because the dense
+copy that collapsed into it had the same one (the two halves share the store's keys).
 """
 
 from __future__ import annotations
