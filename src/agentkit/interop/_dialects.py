@@ -258,7 +258,8 @@ DIALECTS: dict[str, Dialect] = {
         "faiss", faiss_filter, fetch_k=True, size=_faiss_size, native_upsert=False
     ),
     "pgvector": Dialect("pgvector", pgvector_filter),
-    "dict": Dialect("dict", flat_filter),
+    # A user's own store: whether it replaces on a known id is unknown, so delete first.
+    "dict": Dialect("dict", flat_filter, native_upsert=False),
 }
 
 # (top-level package, class name) -> dialect; matched along the store's MRO, so a
@@ -307,7 +308,7 @@ def dialect_for(
             equality = flat_filter(conds)
             return None if equality is None else user(equality)
 
-        return Dialect("custom", build)
+        return Dialect("custom", build, native_upsert=False)
     raise InvalidArgumentType(
         f"filter_style must be a str, a Dialect or a callable, got {type(choice).__name__}"
     )

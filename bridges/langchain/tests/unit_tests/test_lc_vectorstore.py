@@ -1,28 +1,82 @@
-"""LangChainVectorPort: VectorMemory writing through a LangChain vector store."""
+"""LangChainVectorPort: VectorMemory writing through the LangChain vector stores users run.
+
+Real stores throughout: LangChain's InMemoryVectorStore, Chroma (in-process), Qdrant
+(local mode) and FAISS; two small hand-written stores stand for a user's own store (a
+flat-dict filter, and one that cannot filter at all).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+os.environ["ANONYMIZED_TELEMETRY"] = "False"  # read when chromadb builds its settings
+
+import chromadb
+import faiss
 import pytest
 from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
+from langchain_chroma import Chroma
+from langchain_community.docstore.in_memory import InMemoryDocstore
+from langchain_community.vectorstores import FAISS
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langchain_qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient, models
 
+from agentkit.interop import DIALECTS, Dialect
 from agentkit.kernel import Ctx, Scope
+from agentkit.kernel.errors import StoreError
 from agentkit.state.memory import MemoryItem, VectorMemory
 from agentkit.vector import Chunk, HashingEmbedder
 
+pytestmark = pytest.mark.filterwarnings(
+    # LangChain warns when a store's own relevance function leaves [0, 1] (Chroma's
+    # and FAISS' L2 mapping for dissimilar unit vectors); the order is still right.
+    "ignore:Relevance scores must be between:UserWarning",
+    "ignore::DeprecationWarning",
+)
+
+DIM = 64
 ACME = Ctx(Scope("acme", "sales"))
 EVIL = Ctx(Scope("evil", "sales"))
+STORES = ["in_memory", "chroma", "qdrant", "faiss"]
 
 
 def _embeddings() -> AgentkitEmbeddings:
-    return AgentkitEmbeddings(HashingEmbedder())
+    return AgentkitEmbeddings(HashingEmbedder(dim=DIM))
+
+
+_CLIENT: list[Any] = []
+
+
+def _chroma() -> Chroma:
+    if not _CLIENT:
+        _CLIENT.append(chromadb.EphemeralClient())
+    name = "t" + uuid.uuid4().hex
+    return Chroma(collection_name=name, client=_CLIENT[0], embedding_function=_embeddings())
+
+
+def _qdrant() -> QdrantVectorStore:
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "docs", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    )
+    return QdrantVectorStore(client=client, collection_name="docs", embedding=_embeddings())
+
+
+def _faiss() -> FAISS:
+    return FAISS(
+        embedding_function=_embeddings(),
+        index=faiss.IndexFlatL2(DIM),
+        docstore=InMemoryDocstore(),
+        index_to_docstore_id={},
+    )
 
 
 class RecordingStore(InMemoryVectorStore):
@@ -37,82 +91,57 @@ class RecordingStore(InMemoryVectorStore):
         super().delete(ids)
 
 
-class DictStore(VectorStore):
-    """A small store in the common dict-filter dialect that, like FAISS, refuses to
-    add an id it already holds (no upsert), and scores by cosine mapped to [0, 1]."""
-
-    def __init__(self, embedding: Embeddings) -> None:
-        self.embedding = embedding
-        self.rows: dict[str, tuple[list[float], Document]] = {}
-
-    @property
-    def embeddings(self) -> Embeddings:
-        return self.embedding
-
-    def add_texts(
-        self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kw: Any
-    ) -> list[str]:
-        texts = list(texts)
-        ids = kw.get("ids") or [str(i) for i in range(len(self.rows), len(self.rows) + len(texts))]
-        if any(i in self.rows for i in ids):
-            raise ValueError("Tried to add ids that already exist")
-        vectors = self.embedding.embed_documents(texts)
-        for i, text, meta, vec in zip(
-            ids, texts, metadatas or [{}] * len(texts), vectors, strict=True
-        ):
-            self.rows[i] = (vec, Document(page_content=text, metadata=dict(meta), id=i))
-        return ids
-
-    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        return [self.rows[i][1] for i in ids if i in self.rows]
-
-    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
-        assert ids, "never delete everything"
-        for i in ids:
-            self.rows.pop(i)
-        return True
-
-    def similarity_search_with_score(
-        self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kw: Any
-    ) -> list[tuple[Document, float]]:
-        q = self.embedding.embed_query(query)
-        hits = []
-        for vec, doc in self.rows.values():
-            if filter and any(doc.metadata.get(key) != v for key, v in filter.items()):
-                continue
-            hits.append((doc, sum(a * b for a, b in zip(q, vec, strict=True))))
-        return sorted(hits, key=lambda h: -h[1])[:k]
-
-    def similarity_search(self, query: str, k: int = 4, **kw: Any) -> list[Document]:
-        return [d for d, _ in self.similarity_search_with_score(query, k, **kw)]
-
-    def _select_relevance_score_fn(self) -> Any:
-        return lambda cosine: (cosine + 1) / 2
-
-    @classmethod
-    def from_texts(cls, texts: list[str], embedding: Embeddings, **kw: Any) -> DictStore:
-        store = cls(embedding)
-        store.add_texts(texts, **kw)
-        return store
-
-
-class NoFilterStore(DictStore):
-    """Searches take no filter: the store cannot keep tenants apart."""
-
-    def similarity_search_with_score(  # type: ignore[override]
-        self, query: str, k: int = 4, **kw: Any
-    ) -> list[tuple[Document, float]]:
-        return super().similarity_search_with_score(query, k)
-
-    def similarity_search(self, query: str, k: int = 4, **kw: Any) -> list[Document]:
-        return [d for d, _ in self.similarity_search_with_score(query, k)]
-
-
-@pytest.fixture(params=["in_memory", "dict_store"])
-def store(request: pytest.FixtureRequest) -> VectorStore:
-    if request.param == "in_memory":
+def _make(kind: str) -> VectorStore:
+    if kind == "in_memory":
         return RecordingStore(_embeddings())
-    return DictStore(_embeddings())
+    return {"chroma": _chroma, "qdrant": _qdrant, "faiss": _faiss}[kind]()
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+    built = _make(request.param)
+    yield built
+    if isinstance(built, QdrantVectorStore):
+        built.client.close()
+
+
+def _count(store: VectorStore) -> int:
+    """Records held, by the store's own API (never through the port)."""
+    if isinstance(store, InMemoryVectorStore):
+        return len(store.store)
+    if isinstance(store, Chroma):
+        return len(store.get()["ids"])
+    if isinstance(store, QdrantVectorStore):
+        return int(store.client.count(store.collection_name, exact=True).count)
+    if isinstance(store, FAISS):
+        return int(store.index.ntotal)
+    return len(store.rows)  # type: ignore[attr-defined]
+
+
+def _user_id(store: VectorStore, name: str) -> str:
+    """An id a user of this store picks for their own record (Qdrant takes UUIDs only)."""
+    return str(uuid.uuid4()) if isinstance(store, QdrantVectorStore) else name
+
+
+def _count_searches(store: VectorStore) -> list[int]:
+    """Note the k of every search the store runs (wrapping the instance's method)."""
+    calls: list[int] = []
+    name = (
+        "similarity_search_with_score_by_vector"
+        if isinstance(store, InMemoryVectorStore)
+        else "asimilarity_search_with_relevance_scores"
+    )
+    inner = getattr(store, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(int(kwargs["k"]))
+        return inner(*args, **kwargs)
+
+    setattr(store, name, counted)
+    return calls
+
+
+# --- on every real store ---------------------------------------------------------------
 
 
 async def test_update_in_place_by_id(store: VectorStore) -> None:
@@ -124,7 +153,7 @@ async def test_update_in_place_by_id(store: VectorStore) -> None:
     await mem.write([dataclasses.replace(hit, content="the cat sat on the sofa")], ctx=ACME)
     hits = await mem.query("cat", k=5, ctx=ACME)
     assert sorted(h.content for h in hits) == ["dogs bark at night", "the cat sat on the sofa"]
-    assert len(_records(store)) == 2  # replaced, not duplicated
+    assert _count(store) == 2  # replaced, not duplicated (FAISS has no upsert of its own)
 
 
 async def test_relevance_scores_are_higher_for_better_matches(store: VectorStore) -> None:
@@ -164,13 +193,98 @@ async def test_where_is_pushed_down_and_rechecked(store: VectorStore) -> None:
     mem = VectorMemory(LangChainVectorPort(store))
     langs = ["en", "de", "en", "fr", "de"]
     items = [
-        MemoryItem(f"note {i} about cats", "x", metadata={"lang": g}) for i, g in enumerate(langs)
+        MemoryItem(f"note {i} about cats", "x", metadata={"lang": g, "a.b": i})
+        for i, g in enumerate(langs)
     ]
     await mem.write(items, ctx=ACME)
     de = await mem.query("cats", k=5, ctx=ACME, where={"lang": "de"})
     assert len(de) == 2 and {h.metadata["lang"] for h in de} == {"de"}
     any_of = await mem.query("cats", k=5, ctx=ACME, where={"lang": ["de", "fr"]})
     assert len(any_of) == 3 and {h.metadata["lang"] for h in any_of} == {"de", "fr"}
+    # Not every store can spell these (a dotted key, a mixed-type any-of): re-checked.
+    dotted = await mem.query("cats", k=5, ctx=ACME, where={"a.b": 3})
+    assert [h.metadata["lang"] for h in dotted] == ["fr"]
+    mixed = await mem.query("cats", k=5, ctx=ACME, where={"lang": ["fr", 7]})
+    assert [h.metadata["lang"] for h in mixed] == ["fr"]
+    assert await mem.query("cats", k=5, ctx=ACME, where={"lang": []}) == []
+
+
+async def test_a_tenant_among_many_other_tenants_gets_its_k(store: VectorStore) -> None:
+    port = LangChainVectorPort(store)
+    query = "weekly sales report"
+    for t in range(3):  # 90 records of other tenants, all closer to the query
+        await port.upsert([Chunk(f"r{i}", query) for i in range(30)], scope=Scope(f"o{t}", "s"))
+    await port.upsert(
+        [Chunk("m1", "sales notes"), Chunk("m2", "report draft", {"kind": "draft"})],
+        scope=ACME.scope,
+    )
+    assert sorted(c.id for _, c in await port.search(query, k=2, scope=ACME.scope)) == [
+        "m1",
+        "m2",
+    ]
+    hits = await port.search(query, k=4, scope=ACME.scope, where={"kind": "draft"})
+    assert [c.id for _, c in hits] == ["m2"]
+
+
+async def test_deleting_unknown_ids_deletes_the_known_ones(store: VectorStore) -> None:
+    port = LangChainVectorPort(store)
+    await port.upsert([Chunk(i, f"record {i}") for i in "abc"], scope=ACME.scope)
+    await port.delete(["a", "nope", "c"], scope=ACME.scope)  # FAISS alone would refuse all
+    assert [c.id for _, c in await port.search("record", k=5, scope=ACME.scope)] == ["b"]
+    await port.delete(["a", "nope"], scope=ACME.scope)  # nothing left to delete: fine
+    await port.delete([], scope=ACME.scope)  # "nothing", never "everything"
+    assert _count(store) == 1
+
+
+async def test_existing_data_is_the_unscoped_bucket_under_its_own_ids(
+    store: VectorStore,
+) -> None:
+    mine, theirs = _user_id(store, "doc-1"), _user_id(store, "doc-2")
+    store.add_documents(
+        [
+            Document("the onboarding checklist", metadata={"source": "docs/a.md"}, id=mine),
+            Document("travel expense rules", metadata={"source": "docs/b.md"}, id=theirs),
+        ]
+    )
+    mem = VectorMemory(LangChainVectorPort(store))
+    [item] = await mem.query("onboarding checklist", k=1, ctx=Ctx())
+    assert (item.id, dict(item.metadata)) == (mine, {"source": "docs/a.md"})
+    assert await mem.query("onboarding checklist", k=3, ctx=ACME) == []
+    # A recalled record written back updates it: one record, new text, same id.
+    await mem.write([dataclasses.replace(item, content="the onboarding checklist v2")], ctx=Ctx())
+    assert _count(store) == 2
+    assert [d.page_content for d in store.get_by_ids([mine])] == ["the onboarding checklist v2"]
+    # Tenants writing many similar records do not hide the shared ones.
+    port = LangChainVectorPort(store)
+    for t in range(3):
+        await port.upsert(
+            [Chunk(f"t{i}", "onboarding checklist") for i in range(30)], scope=Scope(f"o{t}", "s")
+        )
+    found = await mem.query("onboarding checklist", k=2, ctx=Ctx())
+    assert sorted(i.id for i in found) == sorted([mine, theirs])
+    await port.delete([mine, "never-there"], scope=Scope())
+    assert store.get_by_ids([mine]) == [] and len(store.get_by_ids([theirs])) == 1
+
+
+async def test_an_unscoped_query_is_one_pass(store: VectorStore) -> None:
+    port = LangChainVectorPort(store)
+    await port.upsert([Chunk(f"c{i}", f"note number {i}") for i in range(12)], scope=Scope())
+    calls = _count_searches(store)
+    assert len(await port.search("note number", k=4, scope=Scope())) == 4
+    assert len(calls) == 1
+
+
+async def test_a_scoped_query_with_enough_matches_is_one_pass(store: VectorStore) -> None:
+    port = LangChainVectorPort(store)
+    await port.upsert([Chunk(f"c{i}", f"acme note {i}") for i in range(12)], scope=ACME.scope)
+    await port.upsert([Chunk(f"c{i}", f"evil note {i}") for i in range(12)], scope=EVIL.scope)
+    calls = _count_searches(store)
+    hits = await port.search("note", k=4, scope=ACME.scope)
+    assert len(hits) == 4 and all(c.text.startswith("acme") for _, c in hits)
+    assert len(calls) == 1
+
+
+# --- one store at a time ---------------------------------------------------------------
 
 
 async def test_never_asks_the_store_to_delete_everything() -> None:
@@ -179,21 +293,101 @@ async def test_never_asks_the_store_to_delete_everything() -> None:
     await port.upsert([Chunk("1", "kept")], scope=ACME.scope)
     await port.delete([], scope=ACME.scope)
     await port.upsert([], scope=ACME.scope)
+    await port.delete(["never-written"], scope=ACME.scope)
     assert store.deletes == [] and len(store.store) == 1
 
 
-def test_a_store_that_cannot_filter_is_refused_for_scoped_use() -> None:
-    import asyncio
+async def test_qdrant_records_read_back_without_the_stores_own_keys() -> None:
+    store = _qdrant()
+    port = LangChainVectorPort(store)
+    await port.upsert([Chunk("1", "alpha", {"k": "v"})], scope=ACME.scope)
+    [(_, chunk)] = await port.search("alpha", k=3, scope=ACME.scope)
+    assert (chunk.id, dict(chunk.metadata)) == ("1", {"k": "v"})  # no _id/_collection_name
+    raw = store.client.scroll("docs")[0][0]
+    assert uuid.UUID(str(raw.id)).version == 8  # a scoped point id, never a user's uuid4
 
-    port = LangChainVectorPort(NoFilterStore(_embeddings()))
-    for call in (
-        port.upsert([Chunk("1", "t")], scope=ACME.scope),
-        port.search("t", k=1, scope=ACME.scope),
-    ):
-        with pytest.raises(RuntimeError, match="cannot filter"):
-            asyncio.run(call)
-    asyncio.run(port.upsert([Chunk("1", "t")], scope=Scope()))  # unscoped: one bucket, fine
-    assert len(asyncio.run(port.search("t", k=1, scope=Scope()))) == 1
+
+async def test_chroma_short_filtered_answers_are_checked_exactly() -> None:
+    """Chroma's filtered HNSW walk can miss records among many near-identical vectors
+    (seen here, on some runs, with 200 identical tenant records): a short answer is
+    checked against an exact metadata read, then ranked among exactly those ids."""
+    store = _chroma()
+    port = LangChainVectorPort(store)
+    query = "the same text again"
+    for t in range(4):
+        await port.upsert([Chunk(f"r{i}", query) for i in range(50)], scope=Scope(f"o{t}", "s"))
+    await port.upsert([Chunk("mine", "the text, once"), Chunk("m2", "text")], scope=ACME.scope)
+    assert sorted(c.id for _, c in await port.search(query, k=3, scope=ACME.scope)) == [
+        "m2",
+        "mine",
+    ]
+    # The miss itself, injected (Chroma's is not deterministic): the filtered walk
+    # returns one of the two, the exact pass finds both.
+    walk = store.asimilarity_search_with_relevance_scores
+
+    async def lossy(query: str, k: int = 4, **kwargs: Any) -> Any:
+        found = await walk(query, k=k, **kwargs)
+        return found[:1] if "filter" in kwargs else found
+
+    store.asimilarity_search_with_relevance_scores = lossy  # type: ignore[method-assign]
+    assert sorted(c.id for _, c in await port.search(query, k=3, scope=ACME.scope)) == [
+        "m2",
+        "mine",
+    ]
+
+
+async def test_a_store_that_cannot_filter_is_refused_before_anything_is_written() -> None:
+    store = NoFilterStore(_embeddings())
+    port = LangChainVectorPort(store)
+    assert port.dialect is None
+    with pytest.raises(StoreError, match="NoFilterStore cannot filter"):
+        await port.upsert([Chunk("1", "t")], scope=ACME.scope)
+    with pytest.raises(StoreError, match="cannot filter"):
+        await port.search("t", k=1, scope=ACME.scope)
+    assert store.rows == {}
+    await port.upsert([Chunk("1", "t"), Chunk("2", "u")], scope=Scope())  # unscoped: fine
+    assert [c.id for _, c in await port.search("t", k=1, scope=Scope())] == ["1"]
+    await port.delete(["1", "nope"], scope=Scope())
+    assert list(store.rows) == ["2"]
+
+
+async def test_the_dialect_can_be_named_or_given() -> None:
+    chroma = _chroma()
+    assert LangChainVectorPort(chroma).dialect is DIALECTS["chroma"]
+    with pytest.raises(StoreError):
+        await LangChainVectorPort(chroma, filter_style="none").upsert(
+            [Chunk("1", "t")], scope=ACME.scope
+        )
+    assert _count(chroma) == 0
+    with pytest.raises(ValueError, match="unknown filter_style 'sql'"):
+        LangChainVectorPort(chroma, filter_style="sql")
+    # A user's own store, in a flat-dict dialect, named or given as a Dialect.
+    for style in ("dict", Dialect("mine", DIALECTS["dict"].build, native_upsert=False)):
+        store = DictStore(_embeddings())
+        mem = VectorMemory(LangChainVectorPort(store, filter_style=style))
+        await mem.write([MemoryItem("acme plan", "x", metadata={"id": "1", "t": 1})], ctx=ACME)
+        await mem.write([MemoryItem("acme plan v2", "x", metadata={"id": "1", "t": 1})], ctx=ACME)
+        await mem.write([MemoryItem("evil plan", "x", metadata={"id": "1"})], ctx=EVIL)
+        assert [i.content for i in await mem.query("plan", k=3, ctx=ACME)] == ["acme plan v2"]
+        assert [i.content for i in await mem.query("plan", k=3, ctx=ACME, where={"t": 1})] == [
+            "acme plan v2"
+        ]
+        assert len(store.rows) == 2
+
+
+async def test_a_filter_building_function_receives_the_equality_conditions() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def build(equality: dict[str, Any]) -> dict[str, Any]:
+        seen.append(equality)
+        return equality
+
+    store = DictStore(_embeddings())
+    port = LangChainVectorPort(store, filter_style=build)
+    await port.upsert([Chunk("1", "alpha", {"lang": "en"})], scope=ACME.scope)
+    hits = await port.search("alpha", k=1, scope=ACME.scope, where={"lang": "en"})
+    assert [c.id for _, c in hits] == ["1"]
+    assert seen[-1] == {"agentkit_org_id": "acme", "agentkit_domain_id": "sales", "lang": "en"}
 
 
 async def test_reserved_metadata_is_refused_before_writing() -> None:
@@ -202,20 +396,6 @@ async def test_reserved_metadata_is_refused_before_writing() -> None:
     with pytest.raises(ValueError, match="agentkit_org_id"):
         await mem.write([MemoryItem("t", "x", metadata={"agentkit_org_id": "evil"})], ctx=ACME)
     assert store.store == {}
-
-
-async def test_documents_already_in_the_store_are_the_unscoped_bucket() -> None:
-    store = InMemoryVectorStore(_embeddings())
-    store.add_documents([Document(page_content="legacy cat note", id="old-1")])
-    mem = VectorMemory(LangChainVectorPort(store))
-    assert [(h.content, h.id) for h in await mem.query("cat", k=3, ctx=Ctx())] == [
-        ("legacy cat note", "old-1")
-    ]
-    assert await mem.query("cat", k=3, ctx=ACME) == []
-
-
-def _records(store: VectorStore) -> dict[str, Any]:
-    return store.store if isinstance(store, InMemoryVectorStore) else store.rows  # type: ignore[attr-defined,no-any-return]
 
 
 def test_why_in_memory_vector_store_is_special_cased() -> None:
@@ -236,27 +416,12 @@ async def test_store_without_relevance_scores_needs_a_conversion() -> None:
 
     with pytest.raises(RuntimeError, match="relevance_score_fn"):
         await LangChainVectorPort(RawOnly(_embeddings())).search("x", k=1, scope=Scope())
-    port = LangChainVectorPort(RawOnly(_embeddings()), relevance_score_fn=lambda s: 1 - abs(1 - s))
+    port = LangChainVectorPort(
+        RawOnly(_embeddings()), filter_style="dict", relevance_score_fn=lambda s: 1 - abs(1 - s)
+    )
     await port.upsert([Chunk("1", "alpha beta"), Chunk("2", "gamma")], scope=ACME.scope)
     hits = await port.search("alpha beta", k=2, scope=ACME.scope)
     assert [c.id for _, c in hits] == ["1", "2"] and hits[0][0] > hits[1][0]
-
-
-async def test_unstamped_records_are_unscoped_in_a_dict_filter_store_too() -> None:
-    store = DictStore(_embeddings())
-    store.add_texts(["legacy onboarding guide"], metadatas=[{"team": "hr"}], ids=["old"])
-    mem = VectorMemory(LangChainVectorPort(store))
-    await mem.write([MemoryItem("acme onboarding guide", "x")], ctx=ACME)
-    await mem.write([MemoryItem("shared onboarding notes", "x")], ctx=Ctx())
-    unscoped = await mem.query("onboarding guide", k=5, ctx=Ctx())
-    assert sorted(i.content for i in unscoped) == [
-        "legacy onboarding guide",
-        "shared onboarding notes",
-    ]
-    assert [i.id for i in await mem.query("guide", k=5, ctx=Ctx(), where={"team": "hr"})] == ["old"]
-    assert [i.content for i in await mem.query("onboarding", k=5, ctx=ACME)] == [
-        "acme onboarding guide"
-    ]
 
 
 async def test_a_query_with_no_features_finds_nothing_instead_of_crashing() -> None:
@@ -264,3 +429,77 @@ async def test_a_query_with_no_features_finds_nothing_instead_of_crashing() -> N
     await mem.write([MemoryItem("alpha", "x")], ctx=ACME)
     for query in ("", "?!*()"):
         assert await mem.query(query, k=3, ctx=ACME) == []
+
+
+# --- a user's own stores -----------------------------------------------------------------
+
+
+class DictStore(VectorStore):
+    """A user's store in a flat dict-filter dialect that, like FAISS, refuses to add
+    an id it already holds (no upsert), and scores by cosine mapped to [0, 1]."""
+
+    def __init__(self, embedding: Embeddings) -> None:
+        self.embedding = embedding
+        self.rows: dict[str, tuple[list[float], Document]] = {}
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.embedding
+
+    def add_texts(
+        self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kw: Any
+    ) -> list[str]:
+        texts = list(texts)
+        ids = kw.get("ids") or [str(i) for i in range(len(self.rows), len(self.rows) + len(texts))]
+        if any(i in self.rows for i in ids):
+            raise ValueError("Tried to add ids that already exist")
+        vectors = self.embedding.embed_documents(texts)
+        for i, text, meta, vec in zip(
+            ids, texts, metadatas or [{}] * len(texts), vectors, strict=True
+        ):
+            self.rows[i] = (vec, Document(page_content=text, metadata=dict(meta), id=i))
+        return ids
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return [self.rows[i][1] for i in ids if i in self.rows]
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        assert ids, "never delete everything"
+        for i in ids:
+            self.rows.pop(i)  # an unknown id raises, as FAISS does
+        return True
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kw: Any
+    ) -> list[tuple[Document, float]]:
+        q = self.embedding.embed_query(query)
+        hits = []
+        for vec, doc in self.rows.values():
+            if filter and any(doc.metadata.get(key) != v for key, v in filter.items()):
+                continue
+            hits.append((doc, sum(a * b for a, b in zip(q, vec, strict=True))))
+        return sorted(hits, key=lambda h: -h[1])[:k]
+
+    def similarity_search(self, query: str, k: int = 4, **kw: Any) -> list[Document]:
+        return [d for d, _ in self.similarity_search_with_score(query, k, **kw)]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return lambda cosine: (cosine + 1) / 2
+
+    @classmethod
+    def from_texts(cls, texts: list[str], embedding: Embeddings, **kw: Any) -> DictStore:
+        store = cls(embedding)
+        store.add_texts(texts, **kw)
+        return store
+
+
+class NoFilterStore(DictStore):
+    """Searches take no filter: the store cannot keep tenants apart."""
+
+    def similarity_search_with_score(  # type: ignore[override]
+        self, query: str, k: int = 4, **kw: Any
+    ) -> list[tuple[Document, float]]:
+        return super().similarity_search_with_score(query, k)
+
+    def similarity_search(self, query: str, k: int = 4, **kw: Any) -> list[Document]:
+        return [d for d, _ in self.similarity_search_with_score(query, k)]
