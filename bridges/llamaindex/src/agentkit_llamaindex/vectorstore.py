@@ -297,7 +297,7 @@ class LlamaIndexVectorPort:
         if plan is None:
             return []  # an empty any-of matches nothing
         filters, trusted = plan.filters, plan.scope_pushed
-        embedding = await run_blocking(self._embed_query, query)
+        embedded: list[list[float]] = []  # the query's vector, made once on first fetch
         scoped = not interop.is_unscoped(scope)
 
         def keep(hit: _Hit | None) -> bool:
@@ -318,7 +318,7 @@ class LlamaIndexVectorPort:
             return matches_where(interop.strip_stamps(meta), wanted)
 
         async def fetch(n: int) -> list[_Hit | None]:
-            return await run_blocking(self._query, query, embedding, n, filters)
+            return await run_blocking(self._query, query, embedded, n, filters)
 
         first = k if plan.complete else k * _OVERFETCH
         hits = await interop.widen(fetch, keep, k, first=first)
@@ -332,21 +332,25 @@ class LlamaIndexVectorPort:
             out.append((hit.score, Chunk(chunk_id, text, interop.strip_stamps(meta))))
         return out
 
-    def _embed_query(self, query: str) -> list[float]:
-        # Embedded once per search, however many times the search widens.
-        return self.index._embed_model.get_query_embedding(query)
-
     def _query(
-        self, query: str, embedding: list[float], n: int, filters: MetadataFilters | None
+        self,
+        query: str,
+        embedded: list[list[float]],
+        n: int,
+        filters: MetadataFilters | None,
     ) -> list[_Hit | None]:
         """One store query for ``n`` hits, best first; ``None`` marks an unreadable one.
 
-        Gaps keep their place so the caller can tell a store that returned fewer than
-        asked (exhausted) from one whose rows we could not use.
+        The query is embedded here, in the same worker hop as the first store call,
+        and kept in ``embedded`` for any wider rounds. Gaps keep their place so the
+        caller can tell a store that returned fewer than asked (exhausted) from one
+        whose rows we could not use.
         """
+        if not embedded:
+            embedded.append(self.index._embed_model.get_query_embedding(query))
         store = self.vector_store
         request = VectorStoreQuery(
-            query_embedding=embedding, similarity_top_k=n, filters=filters, query_str=query
+            query_embedding=embedded[0], similarity_top_k=n, filters=filters, query_str=query
         )
         with self._lock.read():
             try:
