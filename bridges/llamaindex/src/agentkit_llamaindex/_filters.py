@@ -47,6 +47,7 @@ __all__ = [
     "query_bundle",
     "store_can_filter",
     "store_needs_uuid_ids",
+    "store_refuses_nul",
 ]
 
 # Stores that take no metadata filters at all (FaissMapVectorStore inherits the
@@ -88,6 +89,11 @@ def store_can_filter(store: BasePydanticVectorStore) -> bool:
 def store_needs_uuid_ids(store: BasePydanticVectorStore) -> bool:
     """Whether ``store`` only takes UUID record ids (Qdrant point ids)."""
     return bool(set(_class_names(store)) & _UUID_IDS)
+
+
+def store_refuses_nul(store: BasePydanticVectorStore) -> bool:
+    """Whether ``store`` is PostgreSQL underneath, whose text and JSONB refuse NUL."""
+    return _spelling(store).sql_text
 
 
 def _spelling(store: BasePydanticVectorStore) -> _Spelling:

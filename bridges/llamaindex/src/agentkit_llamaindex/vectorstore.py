@@ -33,7 +33,12 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreEr
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
-from agentkit_llamaindex._filters import pushdown, store_can_filter, store_needs_uuid_ids
+from agentkit_llamaindex._filters import (
+    pushdown,
+    store_can_filter,
+    store_needs_uuid_ids,
+    store_refuses_nul,
+)
 from agentkit_llamaindex._locks import ReadWriteLock
 from agentkit_llamaindex.mapping import RESERVED_PREFIX
 from agentkit_llamaindex.mapping import STAMP_KEYS as ITEM_KEYS
@@ -63,6 +68,18 @@ def _check_chunks(chunks: object) -> list[Chunk]:
                     f"chunk {chunk.id!r}: metadata key {key!r} is reserved for the bridge"
                 )
     return out
+
+
+def _refuse_nul(scope: Scope, batch: list[Chunk]) -> None:
+    """PostgreSQL text and JSONB cannot hold NUL: say so before anything is sent."""
+    for name, value in (("org_id", scope.org_id), ("domain_id", scope.domain_id)):
+        if value is not None and "\x00" in value:
+            raise InvalidArgument(f"scope {name} {value!r} holds NUL, which PostgreSQL refuses")
+    for chunk in batch:
+        texts = [chunk.id, chunk.text, *chunk.metadata]
+        texts += [v for v in chunk.metadata.values() if isinstance(v, str)]
+        if any("\x00" in t for t in texts):
+            raise InvalidArgument(f"chunk {chunk.id!r} holds NUL, which PostgreSQL refuses")
 
 
 def _relevance(raw: Any, distance: bool) -> float:
@@ -135,6 +152,7 @@ class LlamaIndexVectorPort:
         self._can_filter = store_can_filter(store) if can_filter is None else bool(can_filter)
         self._uuid_ids = store_needs_uuid_ids(store) if uuid_ids is None else bool(uuid_ids)
         self._distances = _returns_distances(store)
+        self._no_nul = store_refuses_nul(store)
         self._lock = ReadWriteLock()  # a search never sees a half-done replace
 
     @classmethod
@@ -196,6 +214,8 @@ class LlamaIndexVectorPort:
         """
         batch = _check_chunks(chunks)
         scope = self._check_scope(scope)
+        if self._no_nul:
+            _refuse_nul(scope, batch)
         if not batch:
             return
         latest: dict[str, Chunk] = {c.id: c for c in batch}  # last write of an id wins
