@@ -241,10 +241,21 @@ def _li_chroma() -> Pair:
     )
 
 
+def _li_store_writer(store: Any) -> Callable[[str, str, dict[str, Any]], None]:
+    """The other plain LlamaIndex way in: nodes embedded by the user, ``store.add``."""
+    embed = _li_embedding()
+
+    def write(raw_id: str, text: str, metadata: dict[str, Any]) -> None:
+        node = TextNode(id_=raw_id, text=text, metadata=metadata)
+        node.embedding = embed.get_text_embedding(text)
+        store.add([node])
+
+    return write
+
+
 def _li_qdrant() -> Pair:
     client, name = QdrantClient(location=":memory:"), _fresh_name()
     store = LlamaIndexQdrant(client=client, collection_name=name)  # not created yet
-    users_index = VectorStoreIndex.from_vector_store(store, embed_model=_li_embedding())
 
     def text_of(raw_id: str) -> str | None:
         if raw_id not in _qdrant_ids(client, name):
@@ -257,7 +268,7 @@ def _li_qdrant() -> Pair:
         count=lambda: _qdrant_count(client, name),
         text_of=text_of,
         raw_ids=lambda: _qdrant_ids(client, name),
-        write_plain=_li_writer(users_index),
+        write_plain=_li_store_writer(store),
         source_key="file_path",
         user_ids=(QDRANT_USER_ID, QDRANT_USER_ID_2),
         cleanup=[client.close],
@@ -594,7 +605,7 @@ async def test_existing_data_is_read_updated_written_back_and_deleted(pair: Pair
     _assert_scores(hits)
     _assert_clean(hits)
     assert [(c.id, c.text) for _, c in hits] == [(mine, "the onboarding checklist for new hires")]
-    assert hits[0][1].metadata[key] == "docs/onboarding.md"
+    assert dict(hits[0][1].metadata) == {key: "docs/onboarding.md"}  # theirs, nothing added
     where = await port.search("onboarding checklist", k=5, scope=UNSCOPED,
                               where={key: "docs/travel.md"})
     assert _ids(where) == [theirs]
