@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.kernel.ctx import Ctx, Scope
-from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation, StoreError
+from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.files import LocalFiles
+from agentkit.state.memory._fanout import _check_member
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 from agentkit.state.memory._sources._args import check_ctx, check_items
@@ -152,12 +153,7 @@ class PerScopeMemory:
             built = self.factory(scope)
             if inspect.isawaitable(built):
                 built = await built
-            if not callable(getattr(built, "query", None)) or not callable(
-                getattr(built, "write", None)
-            ):
-                raise StoreError(
-                    f"factory for {self.name!r} returned {type(built).__name__}, not a MemorySource"
-                )
+            built = _check_member(built, f"what the factory of {self.name!r} returned")
         except BaseException as exc:
             del self._building[scope]  # a later call may retry
             if isinstance(exc, asyncio.CancelledError):
