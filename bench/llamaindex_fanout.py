@@ -7,7 +7,7 @@ concurrent fan-out would match. Target for ours: <= 1.15x from retrieve and aret
 
 LlamaIndex's default ``_aretrieve`` runs a sync retriever on the event loop, so the
 fusion retriever's gather runs the eight one after another; ours runs each on the
-bridge's thread pool.
+agentkit.interop thread pool (blocking_pool).
 
 Run: .venv/bin/python bench/llamaindex_fanout.py [--rounds N]
 Prints human lines, then machine lines ``RESULT name=value``.
@@ -90,7 +90,7 @@ def main() -> None:
         use_async=True,
         similarity_top_k=10,
     )
-    for r in (ours, fusion):  # warm up (thread pools, the bridge's loop)
+    for r in (ours, fusion):  # warm up (thread pools, the interop loop)
         r.retrieve("warm up")
 
     ideal_samples = _time_sync(lambda: retrievers[0].retrieve("q"), args.rounds)
