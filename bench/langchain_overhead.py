@@ -42,7 +42,10 @@ SYNC_TARGET = 1.6
 N_DOCS = 10
 ITEMS = [
     MemoryItem(
-        f"passage {i}: the quick brown fox", "inproc", 1.0 - i / 20, {"i": i, "source": f"f{i}.md"},
+        f"passage {i}: the quick brown fox",
+        "inproc",
+        1.0 - i / 20,
+        {"i": i, "source": f"f{i}.md"},
         id=f"d{i}",
     )
     for i in range(N_DOCS)

@@ -147,8 +147,9 @@ async def test_long_context_reorder_gives_the_originals_in_its_order() -> None:
     out = await PostprocessorReranker(LongContextReorder())("refund", list(POOL), k=5)
     assert out == expected and out != POOL
     assert all(o is e for o, e in zip(out, expected, strict=True))  # untouched originals
-    assert await PostprocessorReranker(LongContextReorder())("refund", list(POOL), k=2) == (
-        expected[:2]
+    assert (
+        await PostprocessorReranker(LongContextReorder())("refund", list(POOL), k=2)
+        == (expected[:2])
     )
 
 

@@ -146,4 +146,3 @@ class _Matcher:
             if position not in self._taken:
                 return position
         return positions[0]  # all claimed: a duplicate, which claim() skips
-

@@ -87,13 +87,10 @@ def from_document(doc: Document, *, source: str | None = None) -> MemoryItem:
         score = usable_score(raw.get("relevance_score"))
         if score is None:
             score = usable_score(raw.get("score"))
-        return MemoryItem(
-            doc.page_content, source or DEFAULT_SOURCE, score, metadata, id=doc_id
-        )
+        return MemoryItem(doc.page_content, source or DEFAULT_SOURCE, score, metadata, id=doc_id)
     stamped = raw.get(SOURCE_KEY)
     name = stamped if isinstance(stamped, str) and stamped else (source or DEFAULT_SOURCE)
     if doc_id is None:
         carried = raw.get(ID_KEY)
         doc_id = carried if isinstance(carried, str) else None
     return MemoryItem(doc.page_content, name, usable_score(raw.get(SCORE_KEY)), metadata, id=doc_id)
-

@@ -9,7 +9,7 @@ from agentkit.interop import RERANK_KEY, Seen, reranked_items
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query
 from agentkit.state.memory import MemoryItem
-from agentkit_langchain.mapping import to_documents
+from agentkit_langchain.mapping import ID_KEY, to_documents
 
 
 class CompressorReranker:
@@ -53,14 +53,16 @@ class CompressorReranker:
 
 def _seen(doc: object) -> Seen:
     if not isinstance(doc, Document):
-        raise InvalidArgumentType(
-            f"the compressor returned a {type(doc).__name__}, not a Document"
-        )
+        raise InvalidArgumentType(f"the compressor returned a {type(doc).__name__}, not a Document")
     meta = doc.metadata
+    key = doc.id
+    if key is None:  # rebuilt without Document.id: the id's copy in metadata
+        carried = meta.get(ID_KEY)
+        key = carried if isinstance(carried, str) else None
     return Seen(
         doc,
         slot=meta.get(RERANK_KEY),
-        key=doc.id,
+        key=key,
         text=doc.page_content,
         score=meta.get("relevance_score"),
     )

@@ -251,3 +251,22 @@ async def test_a_compressor_returning_non_documents_is_named() -> None:
 
     with pytest.raises(TypeError, match="str, not a Document"):
         await CompressorReranker(Broken())("q", FRUIT, k=2)
+
+
+async def test_a_compressor_keeping_only_the_id_copy_still_finds_the_item() -> None:
+    class Whitelist(BaseDocumentCompressor):
+        """Rebuilds documents keeping one metadata key it was told about, new text."""
+
+        def compress_documents(
+            self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+        ) -> Sequence[Document]:
+            return [
+                Document(
+                    page_content="rewritten", metadata={"agentkit_id": d.metadata["agentkit_id"]}
+                )
+                for d in reversed(documents)
+                if "agentkit_id" in d.metadata
+            ]
+
+    out = await CompressorReranker(Whitelist())("q", FRUIT, k=3)
+    assert out == [FRUIT[4], FRUIT[3], FRUIT[1]]
