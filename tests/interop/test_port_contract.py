@@ -542,7 +542,8 @@ async def test_where(pair: Pair) -> None:
     await pair.port.upsert(chunks, scope=scope)
 
     async def search(where: dict[str, Any], k: int) -> list[tuple[float, Chunk]]:
-        hits = await pair.port.search(query, k=k, scope=scope, where=where)
+        hits: list[tuple[float, Chunk]] = await pair.port.search(
+            query, k=k, scope=scope, where=where)
         _assert_scores(hits)
         _assert_clean(hits)
         return hits
@@ -588,7 +589,7 @@ async def test_a_tenant_among_many_others_gets_its_k(scoped_pair: Pair) -> None:
     assert sorted(_ids(await port.search(query, k=5, scope=mine, where={"kind": "notes"}))) == [
         "m1", "m3"]
     items = await VectorMemory(port).query(query, k=3, ctx=Ctx(mine))
-    assert sorted(i.id for i in items) == ["m1", "m2", "m3"]
+    assert sorted(str(i.id) for i in items) == ["m1", "m2", "m3"]
     others = await port.search(query, k=60, scope=crowd[0])
     assert sorted(_ids(others)) == sorted(f"r{i}" for i in range(50))
 
