@@ -15,7 +15,7 @@ from psycopg import sql
 
 from agentkit.kernel import validate
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
-from agentkit.vector.port import check_chunks
+from agentkit.vector.port import MAX_QUERY_TERMS, check_chunks
 
 SCHEMA_TABLE = "agentkit_schema"
 _COLLECTION = re.compile(r"[a-z_][a-z0-9_]{0,47}")
@@ -123,9 +123,14 @@ def tsquery_text(query: str) -> str | None:
     """The user's words OR-ed together, in to_tsquery syntax that cannot carry operators.
 
     Only runs of letters and digits survive, so nothing the user typed is read as
-    tsquery syntax; OR gives BM25-like "any word counts" matching. None: no words.
+    tsquery syntax; OR gives BM25-like "any word counts" matching. Only the first
+    ``MAX_QUERY_TERMS`` distinct words count, as in every store. None: no words.
     """
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    words: dict[str, None] = {}
+    for match in _WORD.finditer(query):
+        words[match.group().lower()] = None
+        if len(words) >= MAX_QUERY_TERMS:
+            break
     if not words:
         return None
-    return " | ".join(words[:256])
+    return " | ".join(words)

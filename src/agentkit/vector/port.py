@@ -91,6 +91,12 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
+# A lexical query is scored on at most this many distinct words, its first ones. Ranking
+# work grows with every distinct word, so without a cap one pasted book occupies a store
+# for minutes; a question, or a paragraph used as a query, stays far below it.
+MAX_QUERY_TERMS = 256
+
+
 @runtime_checkable
 class LexicalPort(Protocol):
     """A store that also ranks by words (BM25-style), bucketed by scope like search."""
@@ -102,7 +108,9 @@ class LexicalPort(Protocol):
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
-    ) -> list[tuple[float, Chunk]]: ...
+    ) -> list[tuple[float, Chunk]]:
+        """Best first; words past the first ``MAX_QUERY_TERMS`` distinct ones are ignored."""
+        ...
 
 
 def check_chunks(chunks: object) -> list[Chunk]:

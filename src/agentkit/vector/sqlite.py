@@ -5,15 +5,26 @@ Rows live in ``chunks`` keyed by (org, domain, id); an external-content FTS5 tab
 index row can never disagree. Vectors are float32 blobs; dense search runs in numpy over a
 per-scope matrix cached in memory.
 
-Threading: every sqlite call runs on one dedicated worker thread that owns the
-connection, so the event loop never blocks and the connection is never shared between
-threads. The store embeds on the event loop's side (the embedder offloads itself).
+Threading: writes run on one dedicated thread that owns the writing connection; reads
+run on a small pool of threads, each read on a connection of its own inside one read
+transaction (WAL lets them proceed while a write is under way), so one tenant's slow
+query does not hold up another's, and the event loop never blocks. The store embeds on
+the event loop's side (the embedder offloads itself).
 
-Freshness: this process's writes patch the cached matrices in place; another process's
-commits bump ``PRAGMA data_version``, which is checked before every read and drops the
-caches. Tenant isolation: every statement filters on the scope columns. BM25 statistics
+Freshness: triggers bump a per-scope generation (and a file-wide one) in the same
+transaction as any change to ``chunks``, whoever makes it: this store, another store
+object, another process, a plain ``sqlite3`` script. A cached scope matrix carries the
+generation it reflects; a read uses it only if the generation it reads inside its own
+transaction is the same, and otherwise loads the scope from that transaction. So a
+cached matrix is never stale and never wrong about whose row it is, and the text of a
+hit is read in the same transaction, constrained by scope and id.
+
+Tenant isolation: every statement filters on the scope columns. BM25 statistics
 (document frequencies) are computed by FTS5 over the whole file, so one tenant's corpus
 shifts another's lexical *scores* slightly; it never changes which rows are visible.
+
+Cost of one query: a lexical query uses at most ``MAX_QUERY_TERMS`` distinct words (its
+first ones), so a pasted book costs what its opening paragraph costs.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import queue
 import re
 import sqlite3
 import threading
@@ -37,7 +49,7 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
-from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
+from agentkit.vector.port import MAX_QUERY_TERMS, Chunk, Embedder, check_chunks, matches_where
 
 _T = TypeVar("_T")
 _SCHEMA_VERSION = "1"
@@ -72,7 +84,37 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF text ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
     INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
 END;
+CREATE TABLE IF NOT EXISTS generations (
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    gen INTEGER NOT NULL,
+    PRIMARY KEY (org, domain)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS file_generation (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    gen INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO file_generation(id, gen) VALUES (0, 0);
+CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_gen_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_gen_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    UPDATE file_generation SET gen = gen + 1;
+END;
 """
+# Readers per store: enough that one slow query leaves room for the others.
+_READERS = 4
 
 
 def embedder_name(embedder: object) -> str:
@@ -88,8 +130,16 @@ def embedder_name(embedder: object) -> str:
 
 
 def query_tokens(text: str) -> list[str]:
-    """The distinct lower-cased words of ``text``, in order."""
-    return list(dict.fromkeys(_WORD.findall(text.lower())))
+    """The first ``MAX_QUERY_TERMS`` distinct lower-cased words of ``text``, in order.
+
+    The scan stops at the cap, so a huge query is not even read to its end.
+    """
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(text.lower()):
+        seen[match.group()] = None
+        if len(seen) >= MAX_QUERY_TERMS:
+            break
+    return list(seen)
 
 
 def fts_query(text: str) -> str:
@@ -126,12 +176,19 @@ def _encode_metadata(chunk: Chunk) -> str:
 
 
 class _ScopeIndex:
-    """One scope's vectors in a growable matrix, plus what a result needs besides text."""
+    """One scope's vectors in a growable matrix, plus what a result needs besides text.
 
-    __slots__ = ("dim", "ids", "meta", "n", "pos", "rowids", "vectors")
+    ``gen`` is the scope's generation these rows reflect. ``readers`` counts searches
+    using the object right now: a change that would rewrite rows they read (a replace, a
+    delete) goes to a copy instead, while appending past their row count is safe.
+    """
 
-    def __init__(self, dim: int) -> None:
+    __slots__ = ("dim", "gen", "ids", "meta", "n", "pos", "readers", "rowids", "vectors")
+
+    def __init__(self, dim: int, gen: int) -> None:
         self.dim = dim
+        self.gen = gen
+        self.readers = 0
         self.n = 0
         self.vectors: npt.NDArray[np.float32] = np.zeros((16, dim), dtype=np.float32)
         self.rowids: list[int] = []
@@ -139,6 +196,16 @@ class _ScopeIndex:
         # Raw JSON until a ``where`` needs it parsed: most searches never look.
         self.meta: list[str | dict[str, Any]] = []
         self.pos: dict[str, int] = {}
+
+    def copy(self) -> _ScopeIndex:
+        twin = _ScopeIndex(self.dim, self.gen)
+        twin.n = self.n
+        twin.vectors = self.vectors.copy()
+        twin.rowids = list(self.rowids)
+        twin.ids = list(self.ids)
+        twin.meta = list(self.meta)
+        twin.pos = dict(self.pos)
+        return twin
 
     def put(self, rowid: int, chunk_id: str, meta: str, vector: npt.NDArray[np.float32]) -> None:
         at = self.pos.get(chunk_id)
@@ -148,15 +215,16 @@ class _ScopeIndex:
                 grown[: self.n] = self.vectors[: self.n]
                 self.vectors = grown
             at = self.n
-            self.n += 1
+            self.vectors[at] = vector
             self.pos[chunk_id] = at
             self.rowids.append(rowid)
             self.ids.append(chunk_id)
             self.meta.append(meta)
+            self.n += 1  # last: a reader never counts a row before it is whole
         else:
             self.rowids[at] = rowid
             self.meta[at] = meta
-        self.vectors[at] = vector
+            self.vectors[at] = vector
 
     def remove(self, chunk_id: str) -> None:
         at = self.pos.pop(chunk_id, None)
@@ -182,6 +250,17 @@ class _ScopeIndex:
         return value
 
 
+class _DocFreqs:
+    """FTS5 document frequencies of words, valid for one file generation."""
+
+    __slots__ = ("df", "gen", "rows")
+
+    def __init__(self, gen: int, rows: int) -> None:
+        self.gen = gen
+        self.rows = rows
+        self.df: dict[str, int] = {}
+
+
 class SQLiteVectorStore:
     """A durable VectorPort and LexicalPort in one SQLite file (WAL mode).
 
@@ -193,7 +272,7 @@ class SQLiteVectorStore:
     mistyped path instead of creating an empty store). ``read_only=True`` goes further:
     the file must already be an agentkit store (else StoreError naming it), and nothing
     is created, migrated or recorded and writes are refused, so a read pointed at the
-    wrong file never changes it.
+    wrong file never changes it. ``readers`` is how many reads may run at once.
 
     Upsert is one transaction per call. A chunk whose text is unchanged keeps its stored
     vector and is not re-embedded, so re-ingesting a corpus costs database writes only.
@@ -206,24 +285,35 @@ class SQLiteVectorStore:
         embedder: Embedder | None,
         create: bool = True,
         read_only: bool = False,
+        readers: int = _READERS,
     ) -> None:
         if not isinstance(path, (str, Path)):
             raise InvalidArgumentType(f"path must be a str or Path, got {type(path).__name__}")
         if embedder is not None and not isinstance(getattr(embedder, "dim", None), int):
             raise InvalidArgumentType("embedder must have an int dim and an async embed()")
+        if isinstance(readers, bool) or not isinstance(readers, int):
+            raise InvalidArgumentType(f"readers must be an int, got {type(readers).__name__}")
+        if readers < 1:
+            raise InvalidArgument(f"readers must be >= 1, got {readers}")
         self.path = Path(path)
         self.embedder = embedder
         self._create = create and not read_only
         self._read_only = read_only
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentkit-sqlite")
+        self._read_pool = ThreadPoolExecutor(
+            max_workers=readers, thread_name_prefix="agentkit-sqlite-read"
+        )
         self._conn: sqlite3.Connection | None = None
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._readers: list[sqlite3.Connection] = []
         self._opened: Future[None] | None = None
         self._open_lock = threading.Lock()
         self._closed = False
+        # The caches below are shared by the writer and the reader threads.
+        self._cache_lock = threading.Lock()
         self._cache: dict[tuple[str, str], _ScopeIndex] = {}
-        self._df: dict[str, int] = {}  # token -> FTS5 document frequency, whole file
-        self._rows_total: int | None = None
-        self._data_version = -1
+        self._df = _DocFreqs(-1, 0)
+        self._generations = True  # False: a read_only file from before they existed
 
     def __repr__(self) -> str:
         return f"SQLiteVectorStore({str(self.path)!r}, embedder={self.embedder!r})"
@@ -249,12 +339,20 @@ class SQLiteVectorStore:
         return self
 
     async def close(self) -> None:
-        """Close the connection and stop the worker thread; safe to call twice."""
+        """Close the connections and stop the threads; safe to call twice.
+
+        Reads already running finish first (they are short), so none loses its
+        connection halfway.
+        """
         if self._closed:
             return
         self._closed = True
         await asyncio.wrap_future(self._pool.submit(self._close_sync))
         self._pool.shutdown(wait=False)
+        await asyncio.to_thread(self._read_pool.shutdown, True)
+        for conn in self._readers:
+            conn.close()
+        self._readers.clear()
 
     async def __aenter__(self) -> SQLiteVectorStore:
         return await self.open()
@@ -267,9 +365,14 @@ class SQLiteVectorStore:
     ) -> None:
         await self.close()
 
-    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn(conn, *args)`` on a reader thread, inside one read transaction."""
         await self.open()
-        return await asyncio.wrap_future(self._pool.submit(fn, *args))
+        try:
+            future = self._read_pool.submit(self._in_snapshot, fn, *args)
+        except RuntimeError:  # the pool was shut down by a concurrent close()
+            raise StoreError(f"store {str(self.path)!r} is closed") from None
+        return await asyncio.wrap_future(future)
 
     async def _write(self, fn: Callable[..., None], *args: Any) -> None:
         """Run a write; if the caller gives up (cancel, timeout) before COMMIT, roll back.
@@ -296,7 +399,7 @@ class SQLiteVectorStore:
         embedder = self._need_embedder("upsert")
         # Later copies of one id win, as if the batch were applied in order.
         latest = {chunk.id: (chunk, meta) for chunk, meta in rows}
-        stored = await self._run(self._stored_sync, bucket, list(latest))
+        stored = await self._read(_stored, bucket, list(latest))
         todo = [c.text for c, _ in latest.values() if stored.get(c.id, (None,))[0] != c.text]
         fresh = await embedder.embed(todo) if todo else None
         if fresh is not None:
@@ -333,7 +436,7 @@ class SQLiteVectorStore:
         flt = check_where(where)
         embedder = self._need_embedder("search")
         vector = np.asarray(await embedder.embed([query]), dtype=np.float32).reshape(-1)
-        return await self._run(self._search_sync, bucket, vector, k, flt)
+        return await self._read(self._search_sync, bucket, vector, k, flt)
 
     async def lexical_search(
         self,
@@ -343,7 +446,10 @@ class SQLiteVectorStore:
         scope: Scope,
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
-        """FTS5 bm25 over the scope's chunks; score is ``-bm25`` (higher is better)."""
+        """FTS5 bm25 over the scope's chunks; score is ``-bm25`` (higher is better).
+
+        Only the query's first ``MAX_QUERY_TERMS`` distinct words are used.
+        """
         query = check_query(query)
         k = check_k(k)
         bucket = _bucket(scope)
@@ -351,7 +457,7 @@ class SQLiteVectorStore:
         tokens = query_tokens(query)
         if not tokens:
             return []
-        return await self._run(self._lexical_sync, bucket, tokens, k, flt)
+        return await self._read(self._lexical_sync, bucket, tokens, k, flt)
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         """Remove ``ids`` from the scope's bucket; unknown ids are ignored."""
@@ -366,12 +472,12 @@ class SQLiteVectorStore:
         wanted = check_ids(ids)
         if not wanted:
             return []
-        return await self._run(self._get_sync, bucket, wanted)
+        return await self._read(_get, bucket, wanted)
 
     async def count(self, *, scope: Scope | None = None) -> int:
         """Chunks in one scope's bucket, or in the whole file when ``scope`` is None."""
         bucket = None if scope is None else _bucket(scope)
-        return await self._run(self._count_sync, bucket)
+        return await self._read(_count, bucket)
 
     def _need_embedder(self, op: str) -> Embedder:
         if self.embedder is None:
@@ -381,12 +487,53 @@ class SQLiteVectorStore:
             )
         return self.embedder
 
-    # -- worker-thread side ----------------------------------------------------------
+    # -- worker-thread side: connections ---------------------------------------------
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             raise StoreError(f"store {str(self.path)!r} is not open")
         return self._conn
+
+    def _in_snapshot(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(conn, *args)`` on an idle reader connection, in one read transaction.
+
+        Everything a read looks at (the scope's generation, its rows, their text) comes
+        from one snapshot of the file, whatever other connections commit meanwhile.
+        """
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            conn = self._connect_reader()
+        try:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn, *args)
+            finally:
+                _rollback(conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading store {str(self.path)!r} failed: {exc}") from exc
+        finally:
+            if conn.in_transaction:  # could not even roll back: never reuse it
+                with self._cache_lock:
+                    self._readers.remove(conn)
+                conn.close()
+            else:
+                self._idle.put(conn)
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        # mode=rw: a reader never creates the file (open() made or found it already).
+        try:
+            conn = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None,
+                timeout=30.0, check_same_thread=False,
+            )
+            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {str(self.path)!r} for reading: {exc}") from exc
+        with self._cache_lock:
+            self._readers.append(conn)
+        return conn
 
     def _open_sync(self) -> None:
         if self._read_only:
@@ -429,7 +576,6 @@ class SQLiteVectorStore:
             conn.close()
             raise
         self._conn = conn
-        self._data_version = self._current_version()
 
     def _open_read_only(self) -> None:
         # mode=rw never creates the file; query_only makes SQLite refuse any change, yet
@@ -455,8 +601,10 @@ class SQLiteVectorStore:
         except BaseException:
             conn.close()
             raise
+        # A file no writer of this version has opened yet has no generation counters:
+        # its scopes are then read afresh each time instead of cached.
+        self._generations = {"generations", "file_generation"} <= tables
         self._conn = conn
-        self._data_version = self._current_version()
 
     def _check_meta(self, conn: sqlite3.Connection, *, record: bool = True) -> None:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -495,30 +643,47 @@ class SQLiteVectorStore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        self._forget()
+        with self._cache_lock:
+            self._cache.clear()
 
-    def _current_version(self) -> int:
-        return int(self._db().execute("PRAGMA data_version").fetchone()[0])
+    # -- the vector cache --------------------------------------------------------------
 
-    def _sync_cache(self) -> None:
-        """Drop cached matrices when another connection has committed since we looked."""
-        version = self._current_version()
-        if version != self._data_version:
-            self._forget()
-            self._data_version = version
+    def _generation(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> int | None:
+        """The scope's generation in ``conn``'s snapshot; None when the file has none."""
+        return _scope_generation(conn, bucket) if self._generations else None
 
-    def _forget(self) -> None:
-        self._cache.clear()
-        self._df.clear()
-        self._rows_total = None
+    def _pin(
+        self, conn: sqlite3.Connection, bucket: tuple[str, str]
+    ) -> tuple[_ScopeIndex, int]:
+        """The scope's vectors as ``conn``'s snapshot holds them (its first ``n`` rows),
+        marked in use.
 
-    def _index(self, bucket: tuple[str, str]) -> _ScopeIndex:
-        index = self._cache.get(bucket)
-        if index is not None:
-            return index
-        dim = self._dim()
-        index = _ScopeIndex(dim)
-        rows = self._db().execute(
+        The cached copy serves when its generation is the snapshot's; otherwise the
+        scope is loaded from the snapshot, and kept if it is newer than what is cached.
+        Rows a later write appends lie past ``n`` and are not read.
+        """
+        gen = self._generation(conn, bucket)
+        with self._cache_lock:
+            index = self._cache.get(bucket)
+            if index is not None and gen is not None and index.gen == gen:
+                index.readers += 1
+                return index, index.n
+        fresh = self._load(conn, bucket, -1 if gen is None else gen)
+        with self._cache_lock:
+            index = self._cache.get(bucket)
+            if gen is not None and (index is None or index.gen < gen):
+                self._cache[bucket] = fresh
+            fresh.readers += 1
+            return fresh, fresh.n
+
+    def _unpin(self, index: _ScopeIndex) -> None:
+        with self._cache_lock:
+            index.readers -= 1
+
+    def _load(self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int) -> _ScopeIndex:
+        dim = self._dim(conn)
+        index = _ScopeIndex(dim, gen)
+        rows = conn.execute(
             "SELECT rowid, id, metadata, vector FROM chunks WHERE org = ? AND domain = ?",
             bucket,
         ).fetchall()
@@ -531,29 +696,44 @@ class SQLiteVectorStore:
             index.ids = [r[1] for r in rows]
             index.meta = [r[2] for r in rows]
             index.pos = {cid: i for i, cid in enumerate(index.ids)}
-        self._cache[bucket] = index
         return index
 
-    def _dim(self) -> int:
+    def _patch(
+        self,
+        bucket: tuple[str, str],
+        before: int,
+        after: int,
+        touches_rows: Callable[[_ScopeIndex], bool],
+        apply: Callable[[_ScopeIndex], None],
+    ) -> None:
+        """Bring the cached scope from generation ``before`` to ``after`` after our commit.
+
+        ``before`` was read inside our write transaction, so a commit by another
+        connection that landed while we waited for the lock is already counted in it:
+        a cache older than ``before`` missed that commit and is dropped, never patched.
+        """
+        if before == after:
+            return
+        with self._cache_lock:
+            index = self._cache.get(bucket)
+            if index is None or index.gen == after:
+                return
+            if index.gen != before:
+                del self._cache[bucket]
+                return
+            if index.readers and touches_rows(index):
+                index = index.copy()  # searches in flight keep the rows they read
+                self._cache[bucket] = index
+            apply(index)
+            index.gen = after
+
+    def _dim(self, conn: sqlite3.Connection) -> int:
         if self.embedder is not None:
             return self.embedder.dim
-        row = self._db().execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'dim'").fetchone()
         return int(row[0]) if row else 1
 
-    def _stored_sync(
-        self, bucket: tuple[str, str], ids: list[str]
-    ) -> dict[str, tuple[str, npt.NDArray[np.float32]]]:
-        out: dict[str, tuple[str, npt.NDArray[np.float32]]] = {}
-        db = self._db()
-        for part in _parts(ids):
-            marks = ",".join("?" * len(part))
-            for cid, text, blob in db.execute(
-                f"SELECT id, text, vector FROM chunks WHERE org = ? AND domain = ? "
-                f"AND id IN ({marks})",
-                (*bucket, *part),
-            ):
-                out[cid] = (text, np.frombuffer(blob, dtype=np.float32))
-        return out
+    # -- worker-thread side: writes ----------------------------------------------------
 
     def _upsert_sync(
         self,
@@ -562,10 +742,10 @@ class SQLiteVectorStore:
         gate: CommitGate | None = None,
     ) -> None:
         db = self._db()
-        self._sync_cache()
         done: list[tuple[int, str, str, npt.NDArray[np.float32]]] = []
         db.execute("BEGIN IMMEDIATE")
         try:
+            before = _scope_generation(db, bucket)
             for cid, text, meta, vector in writes:
                 row = db.execute(
                     "INSERT INTO chunks(org, domain, id, text, metadata, vector) "
@@ -576,6 +756,7 @@ class SQLiteVectorStore:
                     (*bucket, cid, text, meta, vector.astype(np.float32).tobytes()),
                 ).fetchone()
                 done.append((int(row[0]), cid, meta, vector))
+            after = _scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
             _rollback(db)
@@ -584,27 +765,29 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
-        self._df.clear()
-        self._rows_total = None
-        index = self._cache.get(bucket)
-        if index is not None:
+
+        def apply(index: _ScopeIndex) -> None:
             for rowid, cid, meta, vector in done:
                 index.put(rowid, cid, meta, vector)
-        self._data_version = self._current_version()
+
+        self._patch(
+            bucket, before, after, lambda index: any(d[1] in index.pos for d in done), apply
+        )
 
     def _delete_sync(
         self, bucket: tuple[str, str], ids: list[str], gate: CommitGate | None = None
     ) -> None:
         db = self._db()
-        self._sync_cache()
         db.execute("BEGIN IMMEDIATE")
         try:
+            before = _scope_generation(db, bucket)
             for part in _parts(ids):
                 marks = ",".join("?" * len(part))
                 db.execute(
                     f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
                     (*bucket, *part),
                 )
+            after = _scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
             _rollback(db)
@@ -613,65 +796,74 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
-        self._df.clear()
-        self._rows_total = None
-        index = self._cache.get(bucket)
-        if index is not None:
+
+        def apply(index: _ScopeIndex) -> None:
             for cid in ids:
                 index.remove(cid)
-        self._data_version = self._current_version()
+
+        self._patch(bucket, before, after, lambda index: True, apply)
+
+    # -- reader-thread side --------------------------------------------------------------
 
     def _search_sync(
         self,
+        conn: sqlite3.Connection,
         bucket: tuple[str, str],
         vector: npt.NDArray[np.float32],
         k: int,
         where: dict[str, Any] | None,
     ) -> list[tuple[float, Chunk]]:
-        self._sync_cache()
-        index = self._index(bucket)
-        if index.n == 0:
+        index, n = self._pin(conn, bucket)
+        try:
+            return self._top(conn, bucket, index, n, vector, k, where)
+        finally:
+            self._unpin(index)
+
+    def _top(
+        self,
+        conn: sqlite3.Connection,
+        bucket: tuple[str, str],
+        index: _ScopeIndex,
+        n: int,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        where: dict[str, Any] | None,
+    ) -> list[tuple[float, Chunk]]:
+        if n == 0:
             return []
-        scores = index.vectors[: index.n] @ vector
+        scores = index.vectors[:n] @ vector
         if where:
             keep = np.fromiter(
-                (matches_where(index.metadata(i), where) for i in range(index.n)),
+                (matches_where(index.metadata(i), where) for i in range(n)),
                 dtype=bool,
-                count=index.n,
+                count=n,
             )
             scores = np.where(keep, scores, -np.inf)
             available = int(keep.sum())
         else:
-            available = index.n
+            available = n
         take = min(k, available)
         if take == 0:
             return []
-        if take < index.n:
+        if take < n:
             top = np.argpartition(-scores, take - 1)[:take]
         else:
-            top = np.arange(index.n)
+            top = np.arange(n)
         top = top[np.argsort(-scores[top], kind="stable")]
-        rowids = [index.rowids[i] for i in top]
-        texts = self._texts(rowids)
+        texts = _texts(conn, bucket, [(index.rowids[i], index.ids[i]) for i in top])
         return [
             (float(scores[i]), Chunk(index.ids[i], texts[index.rowids[i]], index.metadata(i)))
             for i in top
-            if math.isfinite(float(scores[i]))
+            if math.isfinite(float(scores[i])) and index.rowids[i] in texts
         ]
 
-    def _texts(self, rowids: list[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for part in _parts(rowids):
-            marks = ",".join("?" * len(part))
-            out.update(
-                self._db().execute(
-                    f"SELECT rowid, text FROM chunks WHERE rowid IN ({marks})", part
-                ).fetchall()
-            )
-        return out
-
     def _lexical_sync(
-        self, bucket: tuple[str, str], tokens: list[str], k: int, where: dict[str, Any] | None
+        self,
+        conn: sqlite3.Connection,
+        bucket: tuple[str, str],
+        tokens: list[str],
+        k: int,
+        where: dict[str, Any] | None,
     ) -> list[tuple[float, Chunk]]:
         """FTS5 bm25 over every query word, computed the cheap way when that is exact.
 
@@ -682,107 +874,173 @@ class SQLiteVectorStore:
         query runs, because the rows matched only by common words still fill the tail
         of the list (and hybrid fusion reads that tail).
         """
-        self._sync_cache()
         full = " OR ".join(_phrase(t) for t in tokens)
-        rare = self._rare(tokens)
+        rare = self._rare(conn, tokens)
         if rare is not None and rare != full:
-            out = self._ranked(rare, bucket, k, where)
+            out = self._ranked(conn, rare, bucket, k, where)
             if len(out) >= k:
                 return out
-        return self._ranked(full, bucket, k, where)
+        return self._ranked(conn, full, bucket, k, where)
 
-    def _rare(self, tokens: list[str]) -> str | None:
+    def _rare(self, conn: sqlite3.Connection, tokens: list[str]) -> str | None:
         """The OR-query of the tokens found in fewer than half the rows, or None."""
-        db = self._db()
-        if self._rows_total is None:
-            self._rows_total = int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        gen = int(conn.execute("SELECT gen FROM file_generation").fetchone()[0]) \
+            if self._generations else None
+        freqs = self._df
+        if gen is None or freqs.gen != gen:
+            total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+            freqs = _DocFreqs(-1 if gen is None else gen, total)
+            if gen is not None and gen > self._df.gen:
+                self._df = freqs  # shared from now on: same generation, same answers
         keep: list[str] = []
         for token in tokens:
-            df = self._df.get(token)
+            df = freqs.df.get(token)
             if df is None:
                 df = int(
-                    db.execute(
+                    conn.execute(
                         "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
                         (_phrase(token),),
                     ).fetchone()[0]
                 )
-                if len(self._df) > 100_000:
-                    self._df.clear()
-                self._df[token] = df
-            if 2 * df < self._rows_total:
+                if len(freqs.df) > 100_000:
+                    freqs.df.clear()
+                freqs.df[token] = df
+            if 2 * df < freqs.rows:
                 keep.append(_phrase(token))
         return " OR ".join(keep) if keep else None
 
     def _ranked(
-        self, match: str, bucket: tuple[str, str], k: int, where: dict[str, Any] | None
+        self,
+        conn: sqlite3.Connection,
+        match: str,
+        bucket: tuple[str, str],
+        k: int,
+        where: dict[str, Any] | None,
     ) -> list[tuple[float, Chunk]]:
         """Rank in FTS5 alone, then read the scope's rows for the head of the ranking.
 
         Joining ``chunks`` inside the ranked query made SQLite fetch and sort every
         matching row; ranking first and reading only the rows it needs is several times
-        faster. Rows of other scopes (or failing ``where``) are skipped, widening the
-        window until ``k`` survive or the ranking runs out.
+        faster. Rows of other scopes (or failing ``where``) are skipped. The first
+        window is a LIMIT query; if it does not yield ``k``, the rest of the ranking is
+        read from one more query in widening windows, so the ranking is computed at
+        most twice however far the scope's rows sit down the list.
         """
-        db = self._db()
         out: list[tuple[float, Chunk]] = []
-        # SQLite integers are 64-bit: a huge k must not overflow LIMIT.
-        offset, window = 0, min(max(2 * k, 20), _MAX_WINDOW)
+        window = min(max(2 * k, 20), _MAX_WINDOW)
+        sql = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
         try:
-            while len(out) < k:
-                ranked = db.execute(
-                    "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
-                    "ORDER BY rank LIMIT ? OFFSET ?",
-                    (match, window, offset),
-                ).fetchall()
-                if not ranked:
-                    break
-                marks = ",".join("?" * len(ranked))
-                rows = {
-                    r[0]: r[1:]
-                    for r in db.execute(
-                        f"SELECT rowid, id, text, metadata FROM chunks WHERE rowid IN ({marks}) "
-                        "AND org = ? AND domain = ?",
-                        (*(r[0] for r in ranked), *bucket),
-                    )
-                }
-                for rowid, rank in ranked:
-                    row = rows.get(rowid)
-                    if row is None:
-                        continue
-                    meta = json.loads(row[2])
-                    if where and not matches_where(meta, where):
-                        continue
-                    out.append((-float(rank), Chunk(row[0], row[1], meta)))
-                    if len(out) >= k:
+            ranked = conn.execute(sql + " LIMIT ?", (match, window)).fetchall()
+            self._collect(conn, ranked, bucket, k, where, out)
+            if len(out) >= k or len(ranked) < window:
+                return out
+            rest = conn.execute(sql + " LIMIT -1 OFFSET ?", (match, window))
+            try:
+                while len(out) < k:
+                    window = min(window * 4, _MAX_WINDOW)
+                    ranked = rest.fetchmany(window)
+                    self._collect(conn, ranked, bucket, k, where, out)
+                    if len(ranked) < window:
                         break
-                if len(ranked) < window:
-                    break
-                offset += window
-                window = min(window * 4, _MAX_WINDOW)
+            finally:
+                rest.close()
         except sqlite3.Error as exc:
             raise StoreError(f"lexical search on {str(self.path)!r} failed: {exc}") from exc
         return out
 
-    def _get_sync(self, bucket: tuple[str, str], ids: list[str]) -> list[Chunk]:
-        found: dict[str, Chunk] = {}
-        for part in _parts(ids):
+    @staticmethod
+    def _collect(
+        conn: sqlite3.Connection,
+        ranked: list[tuple[int, float]],
+        bucket: tuple[str, str],
+        k: int,
+        where: dict[str, Any] | None,
+        out: list[tuple[float, Chunk]],
+    ) -> None:
+        """Append the scope's rows among ``ranked`` (best first) to ``out``, up to k."""
+        for part in _parts(ranked):
             marks = ",".join("?" * len(part))
-            for cid, text, meta in self._db().execute(
-                f"SELECT id, text, metadata FROM chunks WHERE org = ? AND domain = ? "
-                f"AND id IN ({marks})",
-                (*bucket, *part),
-            ):
-                found[cid] = Chunk(cid, text, json.loads(meta))
-        return [found[i] for i in dict.fromkeys(ids) if i in found]
+            rows = {
+                r[0]: r[1:]
+                for r in conn.execute(
+                    f"SELECT rowid, id, text, metadata FROM chunks WHERE rowid IN ({marks}) "
+                    "AND org = ? AND domain = ?",
+                    (*(r[0] for r in part), *bucket),
+                )
+            }
+            for rowid, rank in part:
+                row = rows.get(rowid)
+                if row is None:
+                    continue
+                meta = json.loads(row[2])
+                if where and not matches_where(meta, where):
+                    continue
+                out.append((-float(rank), Chunk(row[0], row[1], meta)))
+                if len(out) >= k:
+                    return
 
-    def _count_sync(self, bucket: tuple[str, str] | None) -> int:
-        if bucket is None:
-            row = self._db().execute("SELECT count(*) FROM chunks").fetchone()
-        else:
-            row = self._db().execute(
-                "SELECT count(*) FROM chunks WHERE org = ? AND domain = ?", bucket
-            ).fetchone()
-        return int(row[0])
+
+def _scope_generation(conn: sqlite3.Connection, bucket: tuple[str, str]) -> int:
+    row = conn.execute(
+        "SELECT gen FROM generations WHERE org = ? AND domain = ?", bucket
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _texts(
+    conn: sqlite3.Connection, bucket: tuple[str, str], wanted: list[tuple[int, str]]
+) -> dict[int, str]:
+    """Text by rowid, read only within ``bucket`` and only where the id is still ours."""
+    ids = dict(wanted)
+    out: dict[int, str] = {}
+    for part in _parts(wanted):
+        marks = ",".join("?" * len(part))
+        for rowid, cid, text in conn.execute(
+            f"SELECT rowid, id, text FROM chunks WHERE org = ? AND domain = ? "
+            f"AND rowid IN ({marks})",
+            (*bucket, *(rowid for rowid, _ in part)),
+        ):
+            if ids.get(rowid) == cid:
+                out[rowid] = text
+    return out
+
+
+def _stored(
+    conn: sqlite3.Connection, bucket: tuple[str, str], ids: list[str]
+) -> dict[str, tuple[str, npt.NDArray[np.float32]]]:
+    out: dict[str, tuple[str, npt.NDArray[np.float32]]] = {}
+    for part in _parts(ids):
+        marks = ",".join("?" * len(part))
+        for cid, text, blob in conn.execute(
+            f"SELECT id, text, vector FROM chunks WHERE org = ? AND domain = ? "
+            f"AND id IN ({marks})",
+            (*bucket, *part),
+        ):
+            out[cid] = (text, np.frombuffer(blob, dtype=np.float32))
+    return out
+
+
+def _get(conn: sqlite3.Connection, bucket: tuple[str, str], ids: list[str]) -> list[Chunk]:
+    found: dict[str, Chunk] = {}
+    for part in _parts(ids):
+        marks = ",".join("?" * len(part))
+        for cid, text, meta in conn.execute(
+            f"SELECT id, text, metadata FROM chunks WHERE org = ? AND domain = ? "
+            f"AND id IN ({marks})",
+            (*bucket, *part),
+        ):
+            found[cid] = Chunk(cid, text, json.loads(meta))
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
+def _count(conn: sqlite3.Connection, bucket: tuple[str, str] | None) -> int:
+    if bucket is None:
+        row = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    else:
+        row = conn.execute(
+            "SELECT count(*) FROM chunks WHERE org = ? AND domain = ?", bucket
+        ).fetchone()
+    return int(row[0])
 
 
 def _parts(values: Sequence[_T], size: int = 500) -> list[Sequence[_T]]:
