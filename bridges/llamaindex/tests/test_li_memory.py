@@ -234,16 +234,33 @@ async def test_top_k_is_pushed_into_a_copy_and_read_only_settings_are_tolerated(
 # -- restrictions, widening and the caller's ctx ----------------------------------------
 
 
-async def test_a_retriever_restricted_to_node_ids_is_never_widened() -> None:
+def _simple_index() -> VectorStoreIndex:
+    return VectorStoreIndex(_nodes())
+
+
+def _chroma_index() -> VectorStoreIndex:
+    import chromadb
+    from llama_index.core import StorageContext
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    collection = chromadb.EphemeralClient().create_collection("c" + uuid.uuid4().hex)
+    storage = StorageContext.from_defaults(
+        vector_store=ChromaVectorStore(chroma_collection=collection)
+    )
+    return VectorStoreIndex(_nodes(), storage_context=storage)
+
+
+# Chroma ignores node_ids in its query: the bridge's re-check still holds them.
+@pytest.mark.parametrize("make", [_simple_index, _chroma_index], ids=["simple", "chroma"])
+async def test_a_retriever_restricted_to_node_ids_is_never_widened(make: Any) -> None:
     from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 
-    index = VectorStoreIndex(_nodes())
+    index = make()
     only = VectorIndexRetriever(index, node_ids=["d3", "d5"], similarity_top_k=1)
     mem = LlamaIndexMemory(only)
     assert {i.id for i in await mem.query("refund policy", k=5, ctx=Ctx())} == {"d3", "d5"}
-    assert [i.id for i in await mem.query("ships", k=5, ctx=Ctx(), where={"tenant": "globex"})] == [
-        "d5"
-    ]
+    got = await mem.query("ships", k=5, ctx=Ctx(), where={"tenant": "globex"})
+    assert [i.id for i in got] == ["d5"]
     assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "initech"}) == []
     # later inserts stay outside the user's list
     index.insert_nodes([TextNode(id_="late", text="refund policy update")])

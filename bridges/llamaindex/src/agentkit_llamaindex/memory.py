@@ -52,6 +52,29 @@ def _own_node_ids(r: BaseRetriever) -> list[str] | None:
     return None if r._node_ids == snapshot else list(r._node_ids)
 
 
+def _allowed(
+    r: BaseRetriever, node_ids: list[str] | None
+) -> Callable[[NodeWithScore], bool] | None:
+    """A VectorIndexRetriever's own ``node_ids``/``doc_ids``, as a re-check.
+
+    Several stores (Chroma, Postgres, FAISS) ignore them in the query; a wider fetch
+    must still never bring back a node outside the user's restriction.
+    """
+    doc_ids = r._doc_ids if type(r) is VectorIndexRetriever else None
+    if node_ids is None and doc_ids is None:
+        return None
+    nodes = None if node_ids is None else frozenset(node_ids)
+    docs = None if doc_ids is None else frozenset(doc_ids)
+
+    def allowed(nws: NodeWithScore) -> bool:
+        node = nws.node
+        if nodes is not None and node.node_id not in nodes:
+            return False
+        return docs is None or node.ref_doc_id in docs
+
+    return allowed
+
+
 def _vector_index_plan(
     r: VectorIndexRetriever, node_ids: list[str] | None, where: dict[str, Any] | None
 ) -> tuple[_Make, bool]:
@@ -195,6 +218,7 @@ class LlamaIndexMemory:
         self.name = name
         self._native = _native_async(retriever)
         self._node_ids = _own_node_ids(retriever)
+        self._allowed = _allowed(retriever, self._node_ids)
 
     def __repr__(self) -> str:
         return f"LlamaIndexMemory({type(self.retriever).__name__}, name={self.name!r})"
@@ -254,7 +278,13 @@ class LlamaIndexMemory:
         return await run_blocking(call.retrieve, bundle)
 
     def _items(self, nodes: list[NodeWithScore], scope: Scope) -> list[MemoryItem | None]:
-        return [_tenant_view(from_node(nws, source=self.name), scope) for nws in nodes]
+        allowed = self._allowed
+        return [
+            _tenant_view(from_node(nws, source=self.name), scope)
+            if allowed is None or allowed(nws)
+            else None
+            for nws in nodes
+        ]
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         """No-op: a retriever has nowhere to write (see ``accepts_writes``)."""
