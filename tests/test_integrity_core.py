@@ -397,6 +397,18 @@ async def test_an_id_another_backend_reported_still_never_overwrites(tmp_path: P
         [vpn] = await store.get(["vpn"], scope=ACME.scope)
         assert vpn.text == NOTES[1][1]  # the unrelated row is untouched
         assert await store.count(scope=ACME.scope) == len(NOTES) + 1
+        rows_before = await store.count(scope=ACME.scope)
+        # The journal's row "badge" is another fact that merely shares the key: the
+        # merge (dedupe="id") collapses the two, but the store's row keeps its text.
+        journal.answer = [MemoryItem("journal: badge printer fixed", "journal", 99.0,
+                                     id="badge")]
+        [top] = await memory.query("lost badges front desk", k=1, ctx=ACME)
+        assert (top.source, top.id) == ("journal", "badge")
+        assert "dense" in top.metadata["dedupe_sources"]
+        await dense.write([top], ctx=ACME)
+        [badge] = await store.get(["badge"], scope=ACME.scope)
+        assert badge.text == NOTES[2][1]
+        assert await store.count(scope=ACME.scope) == rows_before + 1
         # A lexical half over ANOTHER store is an unrelated backend too.
         other = InMemoryVectorStore(HashingEmbedder())
         other_dense = VectorMemory(other, name="dense")

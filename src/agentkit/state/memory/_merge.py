@@ -194,24 +194,29 @@ def _stamp(copies: list[MemoryItem]) -> MemoryItem:
     came back from a store or were written by hand are ignored (see ``_stamps``).
     """
     best = _best(copies)
+    text = best.content
     names: list[str] = []  # groups are small: a list beats a dict here
     total = 0
     rows: set[tuple[str, str]] = set()
     for copy in copies:
         meta = copy.metadata
         stamped = meta.get("dedupe_sources") if meta else None
+        # Only a copy holding the survivor's very text is a row of this fact: a
+        # shared id alone (dedupe="id") may be two backends' unrelated keys.
+        same = copy.content == text
         if type(stamped) is Provenance:
             for name in stamped:
                 if name not in names:
                     names.append(name)
             total += stamped.copies
-            rows |= stamped.rows
+            if same:
+                rows |= stamped.rows
         else:
             total += 1
         name = copy.source
         if name not in names:
             names.append(name)
-        if copy.id is not None:
+        if same and copy.id is not None:
             rows.add((name, copy.id))
     sources = Provenance(names, total, frozenset(rows))
     meta = best.metadata

@@ -6,7 +6,8 @@ keys when they come back from a store, a bridge or a hand-built item: that would
 copies that no merge saw in this query (three for two copies) and, under RRF, credit
 one source's hit to sources that never returned it. Values alone cannot tell the two
 apart, so the merge writes its ``dedupe_sources`` as a :class:`Provenance`, a tuple
-that also knows the count and the ``(source, id)`` of every copy. It stays itself as
+that also knows the count and the ``(source, id)`` of every copy holding the
+survivor's text. It stays itself as
 long as the value is passed along in this process (``dataclasses.replace``, a rebuilt
 ``{**metadata}``) and turns into a plain tuple as soon as it is copied out: deepcopy,
 pickle and JSON all yield plain data, so nothing a store hands back is ever trusted.
@@ -58,9 +59,10 @@ def held_by(item: MemoryItem, source: str) -> bool:
     """True when ``item.id`` is the key of ``source``'s own copy of this fact.
 
     For an item ``source`` returned itself, or a merge survivor one of whose copies
-    ``source`` returned under that same id (two sources over one store share its
-    keys). An id another backend reported is never ``source``'s, even when
-    ``source`` also held a copy under a different key.
+    ``source`` returned under that same id and with the same text (two sources over
+    one store share its keys). An id another backend reported is never
+    ``source``'s: not when ``source`` held the fact under a different key, and not
+    when ``source`` has an unrelated row that happens to share the key.
     """
     if item.id is None:
         return False
