@@ -7,7 +7,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from langchain_core.documents import Document
@@ -23,6 +23,7 @@ from agentkit.interop import (
     chunk_id_of,
     dialect_for,
     in_scope,
+    run_blocking,
     widen,
 )
 from agentkit.interop._dialects import merge_filter, where_conditions
@@ -110,6 +111,12 @@ class LangChainMemory:
 
         async def fetch(n: int) -> list[MemoryItem | None]:
             docs = await self._invoke(plan.at(n), query)
+            if len(docs) < n and plan.exact is not None:
+                # An approximate store's short answer (Chroma): rank among exactly the
+                # records its filter matches, when there are more than it returned.
+                target = await plan.exact(n, len(docs))
+                if target is not None:
+                    docs = await self._invoke(target, query)
             # None marks a dropped document, so widen still sees how many came back.
             return [self._item(doc, scope, where) for doc in docs]
 
@@ -163,6 +170,7 @@ class _Plan:
     at: Callable[[int], Any]
     first: int
     total: int | None = None
+    exact: Callable[[int, int], Awaitable[Any]] | None = None
 
 
 def _plan(retriever: Any, k: int, where: dict[str, Any] | None) -> _Plan | None:
@@ -223,7 +231,25 @@ def _vector_plan(
             kwargs["fetch_k"] = max(given if isinstance(given, int) else _FETCH_K, n)
         return retriever.model_copy(update={"search_kwargs": kwargs})
 
-    return _Plan(at, first, total)
+    exact = None
+    if dialect is not None and dialect.approximate and store_filter is not None:
+        if retriever.search_type == "similarity":
+            exact = functools.partial(_exact, retriever, at, store_filter)
+    return _Plan(at, first, total, exact)
+
+
+async def _exact(
+    retriever: VectorStoreRetriever, at: Callable[[int], Any], where: Any, n: int, got: int
+) -> Any:
+    """``at(n)`` restricted to the ids ``where`` matches (by an exact metadata read),
+    or None when the store's answer already held all of them."""
+    store: Any = retriever.vectorstore
+    ids = list((await run_blocking(functools.partial(store.get, where=where, include=[])))["ids"])
+    if len(ids) <= got:
+        return None
+    target = at(n)
+    kwargs = {key: value for key, value in target.search_kwargs.items() if key != "filter"}
+    return target.model_copy(update={"search_kwargs": {**kwargs, "ids": ids}})
 
 
 def _is_sync_only(retriever: Any) -> bool:

@@ -3,21 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import os
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
+os.environ["ANONYMIZED_TELEMETRY"] = "False"  # read when chromadb builds its settings
+
+import chromadb
+import faiss
 import pytest
-from agentkit_langchain import AgentkitEmbeddings, AgentkitRetriever, LangChainMemory
+from agentkit_langchain import (
+    AgentkitEmbeddings,
+    AgentkitRetriever,
+    LangChainMemory,
+    LangChainVectorPort,
+)
+from langchain_chroma import Chroma
+from langchain_community.docstore.in_memory import InMemoryDocstore
+from langchain_community.vectorstores import FAISS
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langchain_qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient, models
 from rank_bm25 import BM25Okapi
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.state.memory import CompositeMemory, MemoryItem
-from agentkit.vector import HashingEmbedder
+from agentkit.vector import Chunk, HashingEmbedder
 
 TEXTS = [
     ("the cat sat on the mat", "en"),
@@ -220,3 +238,161 @@ async def test_threads_used_are_the_bridge_pool() -> None:
 
     assert len(await LangChainMemory(Where()).query("q", k=1, ctx=Ctx())) == 1
     assert names[0].startswith("agentkit-interop")
+
+
+# --- real vector stores behind a VectorStoreRetriever ------------------------------------
+
+_CLIENT: list[Any] = []
+
+
+def _real(kind: str) -> VectorStore:
+    emb = AgentkitEmbeddings(HashingEmbedder(dim=64))
+    if kind == "in_memory":
+        return InMemoryVectorStore(emb)
+    if kind == "chroma":
+        if not _CLIENT:
+            _CLIENT.append(chromadb.EphemeralClient())
+        return Chroma(collection_name="m" + uuid.uuid4().hex, client=_CLIENT[0],
+                      embedding_function=emb)
+    if kind == "qdrant":
+        client = QdrantClient(":memory:")
+        client.create_collection(
+            "docs", vectors_config=models.VectorParams(size=64, distance=models.Distance.COSINE)
+        )
+        return QdrantVectorStore(client=client, collection_name="docs", embedding=emb)
+    return FAISS(embedding_function=emb, index=faiss.IndexFlatL2(64),
+                 docstore=InMemoryDocstore(), index_to_docstore_id={})
+
+
+@pytest.fixture(params=["in_memory", "chroma", "qdrant", "faiss"])
+def real_store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+    store = _real(request.param)
+    # 40 English notes that all outrank the one German note for the query.
+    docs = [
+        Document(f"quarterly cat report {i}", metadata={"lang": "en", "n": i}) for i in range(40)
+    ]
+    docs.append(Document("a note about a cat", metadata={"lang": "de", "n": 99}))
+    store.add_documents(docs, ids=[str(uuid.uuid4()) for _ in docs])
+    yield store
+    if isinstance(store, QdrantVectorStore):
+        store.client.close()
+
+
+def _searches(store: VectorStore) -> list[dict[str, Any]]:
+    """The kwargs of every search the retriever runs on ``store``."""
+    calls: list[dict[str, Any]] = []
+    sync, run = store.similarity_search, store.asimilarity_search
+    inside = contextvars.ContextVar("inside", default=False)  # async that calls sync: once
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        if not inside.get():
+            calls.append(kwargs)
+        return sync(*args, **kwargs)
+
+    async def acounted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        inside.set(True)
+        return await run(*args, **kwargs)
+
+    store.similarity_search = counted  # type: ignore[method-assign]
+    store.asimilarity_search = acounted  # type: ignore[method-assign]
+    return calls
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+async def test_a_lower_ranked_match_comes_back_on_every_store(real_store: VectorStore) -> None:
+    mem = LangChainMemory(real_store.as_retriever())
+    items = await mem.query("quarterly cat report", k=2, ctx=Ctx(), where={"lang": "de"})
+    assert [i.content for i in items] == ["a note about a cat"]
+    en = await mem.query("quarterly cat report", k=3, ctx=Ctx(), where={"lang": ["en"], "n": 7})
+    assert [i.metadata["n"] for i in en] == [7]
+    calls = _searches(real_store)
+    en = await mem.query("quarterly cat report", k=3, ctx=Ctx(), where={"lang": "en"})
+    assert len(en) == 3 and all(i.metadata["lang"] == "en" for i in en)
+    assert len(calls) == 1 and calls[0]["filter"] is not None  # pushed down: one pass
+
+
+async def test_the_retrievers_own_filter_is_never_widened(real_store: VectorStore) -> None:
+    own = {
+        "in_memory": lambda doc: doc.metadata["lang"] == "en",
+        "chroma": {"lang": "en"},
+        "faiss": {"lang": "en"},
+        "qdrant": models.Filter(
+            must=[models.FieldCondition(key="metadata.lang", match=models.MatchValue(value="en"))]
+        ),
+    }[_kind(real_store)]
+    retriever = real_store.as_retriever(search_kwargs={"filter": own, "k": 2})
+    mem = LangChainMemory(retriever)
+    assert await mem.query("a note about a cat", k=3, ctx=Ctx(), where={"lang": "de"}) == []
+    items = await mem.query("a note about a cat", k=3, ctx=Ctx(), where={"n": [5, 6, 99]})
+    assert sorted(i.metadata["n"] for i in items) == [5, 6]
+    assert retriever.search_kwargs == {"filter": own, "k": 2}  # the user's, untouched
+
+
+async def test_other_tenants_records_crowding_the_top_do_not_cut_k(
+    real_store: VectorStore,
+) -> None:
+    port = LangChainVectorPort(real_store)
+    await port.upsert(
+        [Chunk(f"e{i}", "quarterly cat report") for i in range(60)], scope=Scope("evil", "d")
+    )
+    mem = LangChainMemory(real_store.as_retriever())
+    # The 60 exact matches are evil's: acme still gets k of the shared corpus.
+    items = await mem.query("quarterly cat report", k=5, ctx=Ctx(Scope("acme", "d")))
+    assert len(items) == 5 and all(i.metadata.get("lang") == "en" for i in items)
+    evil = await mem.query("quarterly cat report", k=3, ctx=Ctx(Scope("evil", "d")))
+    assert len(evil) == 3
+    assert all(i.id in {f"e{n}" for n in range(60)} and "lang" not in i.metadata for i in evil)
+
+
+def _kind(store: VectorStore) -> str:
+    return {
+        InMemoryVectorStore: "in_memory",
+        Chroma: "chroma",
+        QdrantVectorStore: "qdrant",
+        FAISS: "faiss",
+    }[type(store)]
+
+
+async def test_the_callers_own_ctx_reaches_a_nested_agentkit_retriever() -> None:
+    seen: list[Ctx] = []
+
+    class Inner:
+        name = "inner"
+
+        async def query(
+            self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
+        ) -> list[MemoryItem]:
+            seen.append(ctx)
+            ctx.observe("inner.ran")
+            return [MemoryItem("x", "inner")]
+
+        async def write(self, items: Any, *, ctx: Ctx) -> None:
+            return None
+
+    ctx = Ctx(Scope("o", "d"))
+    await LangChainMemory(AgentkitRetriever(memory=Inner())).query("q", k=1, ctx=ctx)
+    assert seen == [ctx] and seen[0] is ctx
+    assert ctx.timeline.of("inner.ran")
+
+
+async def test_a_short_answer_from_chroma_is_checked_exactly() -> None:
+    """Chroma's filtered walk is approximate; the miss is injected (it is not
+    deterministic in Chroma itself), the exact metadata read finds what it skipped."""
+    store = _real("chroma")
+    store.add_documents(
+        [Document(f"cat note {i}", metadata={"lang": "de"}) for i in range(3)],
+        ids=["a", "b", "c"],
+    )
+    walk = store.similarity_search
+
+    def lossy(query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        found = walk(query, k=k, **kwargs)
+        return found[:1] if kwargs.get("filter") else found
+
+    store.similarity_search = lossy  # type: ignore[method-assign]
+    mem = LangChainMemory(store.as_retriever())
+    items = await mem.query("cat note", k=3, ctx=Ctx(), where={"lang": "de"})
+    assert sorted(i.id or "" for i in items) == ["a", "b", "c"]
