@@ -1,0 +1,77 @@
+"""LangChainVectorPort over langchain-postgres' PGVector: the PGVector filter dialect.
+
+Existing rows (the user's own ids, a ``source`` key) are the unscoped bucket, found
+through the ``$exists`` spelling of "no scoped marker"; tenants crowding the top do
+not cut a tenant's ``k``; unknown ids in a delete are not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from agentkit.interop import conditions
+from agentkit.kernel import Scope
+from agentkit.vector import Chunk, HashingEmbedder
+
+ACME = Scope("acme", "support")
+DIM = 64
+
+
+@pytest.fixture
+async def pgvector(db_url: str) -> AsyncIterator[Any]:
+    from agentkit_langchain import AgentkitEmbeddings
+    from langchain_postgres import PGVector
+
+    store = PGVector(
+        embeddings=AgentkitEmbeddings(HashingEmbedder(dim=DIM)),
+        connection=db_url.replace("postgresql://", "postgresql+psycopg://", 1),
+        collection_name="user_docs",
+        embedding_length=DIM,
+        async_mode=True,
+        create_extension=False,
+    )
+    yield store
+    await store._async_engine.dispose()
+
+
+async def test_existing_rows_and_tenants_on_pgvector(pgvector: Any) -> None:
+    from agentkit_langchain import LangChainVectorPort
+    from langchain_core.documents import Document
+
+    await pgvector.aadd_documents(
+        [
+            Document("holiday calendar for the office", metadata={"source": "hr/holidays.md"}),
+            Document("travel expense rules", metadata={"source": "hr/travel.md"}),
+        ],
+        ids=["doc-1", "doc-2"],
+    )
+    port = LangChainVectorPort(pgvector)
+    assert port.dialect is not None and port.dialect.name == "pgvector"
+    query = "shared holiday calendar"
+    for t in range(3):
+        await port.upsert([Chunk(f"h{i}", query) for i in range(20)], scope=Scope(f"t{t}", "hr"))
+    await port.upsert([Chunk("mine", "holiday plan", {"kind": "plan"})], scope=ACME)
+
+    hits = await port.search(query, k=2, scope=Scope())
+    assert [(c.id, dict(c.metadata)) for _, c in hits] == [
+        ("doc-1", {"source": "hr/holidays.md"}),
+        ("doc-2", {"source": "hr/travel.md"}),
+    ]
+    assert all(type(s) is float for s, _ in hits) and hits[0][0] > hits[1][0]
+    # The dialect's own spelling selects exactly the unscoped rows, in the database.
+    unscoped = port.dialect.build(conditions(Scope(), None) or [])
+    rows = await pgvector.asimilarity_search(query, k=5, filter=unscoped)
+    assert sorted(d.id for d in rows) == ["doc-1", "doc-2"]
+    mine = await port.search(query, k=3, scope=ACME, where={"kind": "plan"})
+    assert [c.id for _, c in mine] == ["mine"]
+
+    await port.upsert([Chunk("doc-1", "holiday calendar, 2027", {"source": "hr/h.md"})],
+                      scope=Scope())
+    [doc] = await pgvector.aget_by_ids(["doc-1"])
+    assert (doc.page_content, doc.metadata) == ("holiday calendar, 2027", {"source": "hr/h.md"})
+    await port.delete(["doc-1", "never-written"], scope=Scope())
+    assert await pgvector.aget_by_ids(["doc-1"]) == []
+    assert [c.id for _, c in await port.search(query, k=5, scope=Scope())] == ["doc-2"]
