@@ -24,8 +24,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_scope(text: str | None) -> Scope:
-    """``ORG/DOMAIN`` -> Scope; absent -> the unset bucket. Anything else is refused."""
-    if text is None or text == "":
+    """``ORG/DOMAIN`` -> Scope; no --scope at all -> the unset bucket. Anything else,
+    ``--scope ""`` included, is refused: an empty value is a tenant id that went missing,
+    and serving the shared bucket in its place is the mistake scopes exist to prevent."""
+    if text is None:
         return Scope()
     org, sep, domain = text.partition("/")
     if not sep or not org or not domain or "/" in domain:

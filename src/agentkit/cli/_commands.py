@@ -10,16 +10,10 @@ from agentkit.cli._stores import open_store
 
 
 async def cmd_ingest(args: argparse.Namespace) -> int:
-    _ingest.plan(args.paths)  # refuse a bad path before a model loads or a file is made
+    # Every input is read and checked before a model loads or a store file is made.
+    ready = _ingest.prepare(args.paths, size=args.chunk_size, overlap=args.overlap)
     async with open_store(args, create=True) as store:
-        stats = await _ingest.ingest(
-            store,
-            args.scope,
-            args.paths,
-            size=args.chunk_size,
-            overlap=args.overlap,
-            batch=args.batch,
-        )
+        stats = await _ingest.write(store, args.scope, ready, batch=args.batch)
     print(stats.summary(args.scope), file=sys.stderr)
     return 0
 
@@ -43,8 +37,9 @@ async def cmd_query(args: argparse.Namespace) -> int:
 
 async def cmd_eval(args: argparse.Namespace) -> int:
     data = _eval.load(args.dir, args.split)
+    ready = _ingest.prepare([str(data.corpus)])
     async with open_store(args, create=True) as store:
-        stats = await _ingest.ingest(store, args.scope, [str(data.corpus)])
+        stats = await _ingest.write(store, args.scope, ready)
         if stats.written:
             print(stats.summary(args.scope), file=sys.stderr)
         scores, _ = await _eval.evaluate(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentkit.cli._files import check_regular, lines
 from agentkit.cli._hybrid import Mode, build
 from agentkit.cli._ingest import beir_corpus_file, beir_name
 from agentkit.cli._progress import Progress
@@ -50,8 +51,9 @@ def load(directory: str | Path, split: str | None = None) -> Dataset:
     if corpus is None:
         raise InvalidArgument(f"no corpus.jsonl or corpus.jsonl.gz in {str(root)!r}")
     queries_file = root / "queries.jsonl"
-    if not queries_file.is_file():
+    if not queries_file.exists():
         raise InvalidArgument(f"no queries.jsonl in {str(root)!r}")
+    check_regular(queries_file)
     qdir = root / "qrels"
     available = sorted(p.stem for p in qdir.glob("*.tsv")) if qdir.is_dir() else []
     if split is None:
@@ -67,17 +69,16 @@ def load(directory: str | Path, split: str | None = None) -> Dataset:
         raise InvalidArgument(f"no qrels/{split}.tsv in {str(root)!r} (have: {available})")
     qrels = _read_qrels(qdir / f"{split}.tsv")
     queries: dict[str, str] = {}
-    with queries_file.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                qid, text = str(record["_id"]), str(record["text"])
-            except (ValueError, KeyError, TypeError):
-                raise InvalidArgument(f"{queries_file}:{lineno}: not a BEIR query") from None
-            if qid in qrels:
-                queries[qid] = text
+    for lineno, line in lines(queries_file):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            qid, text = str(record["_id"]), str(record["text"])
+        except (ValueError, KeyError, TypeError):
+            raise InvalidArgument(f"{queries_file}:{lineno}: not a BEIR query") from None
+        if qid in qrels:
+            queries[qid] = text
     if not queries:
         raise InvalidArgument(f"no query in queries.jsonl has a judgment in qrels/{split}.tsv")
     return Dataset(beir_name(corpus), corpus, split, queries, qrels)
@@ -85,16 +86,15 @@ def load(directory: str | Path, split: str | None = None) -> Dataset:
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) < 3 or (lineno == 1 and parts[0] == "query-id"):
-                continue
-            try:
-                score = int(parts[2])
-            except ValueError:
-                raise InvalidArgument(f"{path}:{lineno}: score is not an integer") from None
-            qrels.setdefault(parts[0], {})[parts[1]] = score
+    for lineno, line in lines(path):
+        parts = line.rstrip("\r\n").split("\t")
+        if len(parts) < 3 or (lineno == 1 and parts[0] == "query-id"):
+            continue
+        try:
+            score = int(parts[2])
+        except ValueError:
+            raise InvalidArgument(f"{path}:{lineno}: score is not an integer") from None
+        qrels.setdefault(parts[0], {})[parts[1]] = score
     return qrels
 
 

@@ -1,29 +1,35 @@
 """Loading, chunking and idempotent ingestion of text, Markdown and BEIR corpora.
 
 Ids are ``sha256(document key, position)``: the same file or BEIR record always yields
-the same chunk ids, so re-ingesting replaces rows instead of adding copies. Each chunk
-records how many chunks its document had (``n_chunks``); when a document shrinks, the
-positions past its new end are deleted. Chunks whose text and metadata are unchanged
-are skipped before any embedding happens, so re-ingesting a corpus is cheap.
+the same chunk ids, so re-ingesting replaces rows instead of adding copies. When a
+document shrinks, the positions past its new end are stale: they are found by asking the
+store which of them it still holds (not by trusting a count stored with the old version),
+so a run that died between writing a document's new chunks and deleting its old ones is
+repaired by the next run. Chunks whose text and metadata are unchanged are skipped before
+any embedding happens, so re-ingesting a corpus is cheap.
+
+Everything is read and checked before the first write (``prepare``): a file that is not
+a regular file, not UTF-8, too large, or holds text no store can keep refuses the whole
+run, naming the file (and the line, for a BEIR corpus).
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentkit.cli._files import check_regular, lines, read_bytes
 from agentkit.cli._progress import Progress
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument
-from agentkit.vector.port import Chunk
+from agentkit.vector.port import Chunk, check_chunks
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 BEIR_NAMES = ("corpus.jsonl", "corpus.jsonl.gz")
@@ -98,6 +104,7 @@ def plan(paths: Iterable[str]) -> list[tuple[str, Path]]:
                 raise InvalidArgument(f"no .txt or .md files under {raw!r}")
             out.extend(("text", f) for f in found)
         elif path.name.endswith((".jsonl", ".jsonl.gz")):
+            check_regular(path)
             out.append(("beir", path))
         elif path.suffix.lower() in TEXT_SUFFIXES:
             _check_size(path)
@@ -125,7 +132,7 @@ def _walk(root: Path) -> Iterator[Path]:
 
 
 def _check_size(path: Path) -> None:
-    size = path.stat().st_size
+    size = check_regular(path).st_size
     if size > MAX_TEXT_BYTES:
         raise InvalidArgument(
             f"{str(path)!r} is too large to ingest as one document ({size} bytes; "
@@ -143,7 +150,7 @@ def _display(path: Path) -> str:
 
 def read_text_doc(path: Path) -> Doc:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bytes(path, MAX_TEXT_BYTES).decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidArgument(f"{str(path)!r} is not UTF-8 text") from None
     shown = _display(path)
@@ -165,15 +172,6 @@ def _title(path: Path, text: str) -> str:
     return path.stem
 
 
-def _open_lines(path: Path) -> Iterator[str]:
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            yield from fh
-    else:
-        with path.open(encoding="utf-8") as fh:
-            yield from fh
-
-
 def beir_name(corpus: Path) -> str:
     """The dataset's name: its folder, unless the file has a name of its own."""
     if corpus.name in BEIR_NAMES:
@@ -183,9 +181,14 @@ def beir_name(corpus: Path) -> str:
 
 def read_beir(corpus: Path) -> Iterator[Doc]:
     """One Doc per record; the chunk text is the title and the text, as BEIR scores it."""
+    for _, doc in _numbered_beir(corpus):
+        yield doc
+
+
+def _numbered_beir(corpus: Path) -> Iterator[tuple[int, Doc]]:
     name = beir_name(corpus)
     shown = _display(corpus)
-    for lineno, line in enumerate(_open_lines(corpus), 1):
+    for lineno, line in lines(corpus):
         if not line.strip():
             continue
         try:
@@ -197,7 +200,7 @@ def read_beir(corpus: Path) -> Iterator[Doc]:
             ) from None
         title = str(record.get("title") or "").strip()
         body = str(record.get("text") or "").strip()
-        yield Doc(
+        yield lineno, Doc(
             key=f"beir:{name}:{doc_id}",
             path=shown,
             doc_id=doc_id,
@@ -213,8 +216,35 @@ def beir_text(title: str, body: str) -> str:
 
 
 def count_beir(corpus: Path) -> int:
-    """Records in a BEIR corpus; a malformed line fails here, before anything is written."""
-    return sum(1 for _ in read_beir(corpus))
+    """Records in a BEIR corpus, each checked as ``prepare`` checks it."""
+    return sum(1 for _ in _checked_beir(corpus))
+
+
+def _checked_beir(corpus: Path) -> Iterator[Doc]:
+    """read_beir, refusing a record no store can keep with its file and line number."""
+    shown = _display(corpus)
+    for lineno, doc in _numbered_beir(corpus):
+        check_storable(chunks_of(doc, 1, 0), f"{shown}:{lineno}")
+        yield doc
+
+
+def check_storable(chunks: Sequence[Chunk], where: str) -> None:
+    """What the stores would refuse mid-run (the shared batch check), refused up front.
+
+    NUL is refused too: PostgreSQL cannot hold it, and in a text file it means binary
+    or UTF-16 content, not text.
+    """
+    try:
+        check_chunks(chunks)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{where}: {exc}") from None
+    for chunk in chunks:
+        if "\x00" in chunk.text or any(
+            isinstance(v, str) and "\x00" in v for v in chunk.metadata.values()
+        ):
+            raise InvalidArgument(
+                f"{where}: holds a NUL character; it is not text (binary, or UTF-16?)"
+            )
 
 
 # --- chunking ----------------------------------------------------------------------
@@ -261,7 +291,10 @@ def _cut(text: str, start: int, end: int) -> int:
 
 
 def chunk_id(key: str, position: int) -> str:
-    return hashlib.sha256(f"{key}\x1f{position}".encode()).hexdigest()[:32]
+    # surrogatepass: a key with a lone surrogate still hashes, so check_storable can
+    # refuse it by name instead of an encoder failing first. Valid text hashes as UTF-8.
+    data = f"{key}\x1f{position}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def chunks_of(doc: Doc, size: int, overlap: int) -> list[Chunk]:
@@ -285,6 +318,40 @@ def chunks_of(doc: Doc, size: int, overlap: int) -> list[Chunk]:
 # --- the pipeline ------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """An ingest's input, read and checked; built before any store is opened."""
+
+    jobs: list[tuple[str, Path]]
+    texts: dict[Path, tuple[Doc, list[Chunk]]]
+    total: int  # documents
+    size: int
+    overlap: int
+
+
+def prepare(paths: Iterable[str], *, size: int = 1200, overlap: int = 200) -> Prepared:
+    """Read and check every input, so a bad one refuses the whole run untouched.
+
+    Text files are read and chunked here (they are held until written); a BEIR corpus
+    is read once to check every record and again, streaming, when it is written.
+    """
+    if overlap >= size:
+        raise InvalidArgument(f"--overlap ({overlap}) must be smaller than --chunk-size ({size})")
+    jobs = plan(paths)
+    texts: dict[Path, tuple[Doc, list[Chunk]]] = {}
+    total = 0
+    for kind, path in jobs:
+        if kind == "beir":
+            total += count_beir(path)
+            continue
+        doc = read_text_doc(path)
+        chunks = chunks_of(doc, size, overlap)
+        check_storable(chunks, doc.path)
+        texts[path] = (doc, chunks)
+        total += 1
+    return Prepared(jobs, texts, total, size, overlap)
+
+
 async def ingest(
     store: Any,
     scope: Scope,
@@ -296,20 +363,26 @@ async def ingest(
     progress: bool | None = None,
 ) -> IngestStats:
     """Ingest ``paths`` into ``store`` under ``scope``; safe to run again and again."""
-    if overlap >= size:
-        raise InvalidArgument(f"--overlap ({overlap}) must be smaller than --chunk-size ({size})")
-    jobs = plan(paths)
-    stats = IngestStats(sources=[str(p) for _, p in jobs])
-    # Read and check everything first, so a bad file refuses the whole ingest untouched.
-    texts = {p: read_text_doc(p) for kind, p in jobs if kind == "text"}
-    total = sum(count_beir(p) if kind == "beir" else 1 for kind, p in jobs)
+    ready = prepare(paths, size=size, overlap=overlap)
+    return await write(store, scope, ready, batch=batch, progress=progress)
+
+
+async def write(
+    store: Any,
+    scope: Scope,
+    ready: Prepared,
+    *,
+    batch: int = 256,
+    progress: bool | None = None,
+) -> IngestStats:
+    """Write what ``prepare`` checked, ``batch`` chunks per store call."""
+    stats = IngestStats(sources=[str(p) for _, p in ready.jobs])
     started = time.monotonic()
-    bar = Progress(total, "ingest", enabled=progress)
+    bar = Progress(ready.total, "ingest", enabled=progress)
     pending: list[tuple[Doc, list[Chunk]]] = []
     pending_chunks = 0
     try:
-        for doc in _docs(jobs, texts):
-            chunks = chunks_of(doc, size, overlap)
+        for doc, chunks in _chunked(ready):
             pending.append((doc, chunks))
             pending_chunks += len(chunks)
             if pending_chunks >= batch:
@@ -325,31 +398,35 @@ async def ingest(
     return stats
 
 
-def _docs(jobs: list[tuple[str, Path]], texts: dict[Path, Doc]) -> Iterator[Doc]:
-    for kind, path in jobs:
+def _chunked(ready: Prepared) -> Iterator[tuple[Doc, list[Chunk]]]:
+    for kind, path in ready.jobs:
         if kind == "beir":
-            yield from read_beir(path)
+            for doc in read_beir(path):
+                yield doc, chunks_of(doc, ready.size, ready.overlap)
         else:
-            yield texts[path]
+            yield ready.texts[path]
+
+
+_Getter = Callable[..., Awaitable[list[Chunk]]]
 
 
 async def _flush(
     store: Any, scope: Scope, pending: list[tuple[Doc, list[Chunk]]], stats: IngestStats
 ) -> None:
     wanted = [c for _, chunks in pending for c in chunks]
-    # Position 0 of every document too: it tells how many chunks the old version had.
-    probe = list(dict.fromkeys([c.id for c in wanted] + [chunk_id(d.key, 0) for d, _ in pending]))
-    getter = getattr(store, "get", None)
+    getter: _Getter | None = getattr(store, "get", None)
     existing: dict[str, Chunk] = {}
-    if getter is not None:
-        existing = {c.id: c for c in await getter(probe, scope=scope)}
-    todo = [c for c in wanted if not _same(existing.get(c.id), c)]
     stale: list[str] = []
-    for doc, chunks in pending:
-        first = existing.get(chunk_id(doc.key, 0))
-        old_n = first.metadata.get("n_chunks") if first is not None else None
-        if isinstance(old_n, int) and old_n > len(chunks):
-            stale.extend(chunk_id(doc.key, p) for p in range(len(chunks), old_n))
+    if getter is not None:
+        # Besides the new chunks, each document's first position past its new end: the
+        # store holds it only when an older, longer version left chunks behind.
+        ends = {doc.key: len(chunks) for doc, chunks in pending}
+        probe = [c.id for c in wanted] + [chunk_id(key, end) for key, end in ends.items()]
+        existing = {c.id: c for c in await getter(list(dict.fromkeys(probe)), scope=scope)}
+        left = {key: end for key, end in ends.items() if chunk_id(key, end) in existing}
+        if left:
+            stale = await _leftovers(getter, scope, left, existing)
+    todo = [c for c in wanted if not _same(existing.get(c.id), c)]
     if todo:
         await store.upsert(todo, scope=scope)
     if stale:
@@ -359,6 +436,35 @@ async def _flush(
     stats.written += len(todo)
     stats.unchanged += len(wanted) - len(todo)
     stats.stale += len(stale)
+
+
+async def _leftovers(
+    getter: _Getter, scope: Scope, starts: dict[str, int], known: dict[str, Chunk]
+) -> list[str]:
+    """Every stored chunk id of these documents at or past their new end, read from the store.
+
+    Old versions were written as runs of positions from 0, so what is left is read in
+    growing windows from the end on, until a window finds nothing. The first window is
+    sized by the ``n_chunks`` the leftover at the end records, so one round usually
+    finds them all and a second confirms.
+    """
+    out: list[str] = []
+    window: dict[str, tuple[int, int]] = {}
+    for key, end in starts.items():
+        hinted = known[chunk_id(key, end)].metadata.get("n_chunks")
+        width = hinted - end if isinstance(hinted, int) and hinted > end else 1
+        window[key] = (end, max(width, 16))
+    while window:
+        ids = [chunk_id(k, p) for k, (lo, n) in window.items() for p in range(lo, lo + n)]
+        found = {c.id for c in await getter(ids, scope=scope)}
+        following: dict[str, tuple[int, int]] = {}
+        for key, (lo, n) in window.items():
+            hits = [chunk_id(key, p) for p in range(lo, lo + n) if chunk_id(key, p) in found]
+            out.extend(hits)
+            if hits:
+                following[key] = (lo + n, 2 * n)
+        window = following
+    return out
 
 
 def _same(old: Chunk | None, new: Chunk) -> bool:

@@ -5,13 +5,20 @@ is needed: a command without ``--hashing``/``--model`` uses the recorded one. An
 choice that disagrees with the file is refused by the store with a clear message.
 ``query --lexical`` opens a SQLite store with no embedder at all: reading words needs no
 model, so it works even where sentence-transformers is not installed.
+
+Before anything opens a SQLite path, ``inspect_store`` checks that it is an agentkit store
+and not truncated, naming the file when it is not, and without changing it: a read
+command pointed at the wrong file (empty, a text file, somebody else's database, a
+damaged store) must say so, not turn it into a store or blame a missing model. Read
+commands then open the store ``read_only``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sqlite3
-from contextlib import closing
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +39,94 @@ def is_postgres(store: str) -> bool:
     return store.startswith(("postgresql://", "postgres://"))
 
 
-def recorded_embedder(path: Path) -> tuple[str, int] | None:
-    """(name, dim) a SQLite store's vectors were written with; None if it holds none."""
+_MAGIC = b"SQLite format 3\x00"
+_TABLES = {"meta", "chunks", "chunks_fts"}
+
+
+def inspect_store(path: Path, *, create: bool) -> tuple[str, int] | None:
+    """Check ``path`` is a usable agentkit store; return the (name, dim) its vectors were
+    written with, or None when it holds none. ``create`` allows a missing or empty file
+    (``ingest`` makes the store). Every refusal names the file; nothing is written."""
+    shown = str(path)
+    if not path.exists():
+        if create:
+            return None
+        raise StoreError(f"no store at {shown!r} (run `agentkit-memory ingest` first, "
+                         "or pass --store / set AGENTKIT_STORE)")
+    if path.is_dir():
+        raise StoreError(f"store path {shown!r} is a directory, not a SQLite file")
     if not path.is_file():
-        return None
-    try:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
-        with closing(sqlite3.connect(uri, uri=True, timeout=30.0)) as conn:
-            rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
-    except sqlite3.Error:
-        return None  # not ours or not initialised: the store's own open will say so
-    if not empty and "embedder" in rows and "dim" in rows:
-        return (str(rows["embedder"]), int(rows["dim"]))
+        raise StoreError(f"store path {shown!r} is not a regular file")
+    size = path.stat().st_size
+    if size == 0:
+        if create:
+            return None
+        raise StoreError(f"{shown!r} is empty, not an agentkit store (run ingest first)")
+    with path.open("rb") as fh:
+        header = fh.read(100)
+    if len(header) < 100 or not header.startswith(_MAGIC):
+        raise StoreError(f"{shown!r} is not an agentkit store (not a SQLite database)")
+    _check_length(path, header, size)
+    tables, meta, empty = _read_meta(path)
+    if not tables and create:
+        return None  # a blank SQLite file: ingest may make it a store
+    if not _TABLES <= tables or "schema_version" not in meta:
+        raise StoreError(
+            f"{shown!r} is not an agentkit store (a SQLite database without its tables)"
+        )
+    if not empty and "embedder" in meta and "dim" in meta:
+        return (str(meta["embedder"]), int(meta["dim"]))
     return None
+
+
+def _check_length(path: Path, header: bytes, size: int) -> None:
+    """Refuse a file shorter than its own header says: a truncated copy or a cut-off write.
+
+    Skipped while a -wal or -journal file exists: a checkpoint in progress may have
+    written the new length into the header before the pages that reach it.
+    """
+    if any(path.with_name(path.name + s).exists() for s in ("-wal", "-journal")):
+        return
+    page = int.from_bytes(header[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(header[28:32], "big")
+    if header[24:28] != header[92:96] or pages == 0:
+        return  # the header's page count is not maintained (very old writers)
+    if size < page * pages:
+        raise StoreError(
+            f"store {str(path)!r} is damaged: it holds {size} bytes but its header says "
+            f"{page * pages} (truncated?); restore it or ingest into a new file"
+        )
+
+
+def _read_meta(path: Path) -> tuple[set[str], dict[str, str], bool]:
+    # mode=rw never creates; query_only refuses every change; unlike mode=ro, closing
+    # this connection removes the WAL side files opening it may have made.
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open store {str(path)!r}: {exc}") from None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+        if not {"meta", "chunks"} <= tables:
+            return tables, {}, True
+        meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        empty = bool(conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"cannot read store {str(path)!r}: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(damaged(path, exc)) from None
+    finally:
+        conn.close()
+    return tables, meta, empty
+
+
+def damaged(path: Path | str, exc: BaseException) -> str:
+    """The one message for a file SQLite cannot read as a database."""
+    if "not a database" in str(exc):
+        return f"{str(path)!r} is not an agentkit store ({exc})"
+    return f"store {str(path)!r} is damaged ({exc}); restore it or ingest into a new file"
 
 
 def _check_choice(args: argparse.Namespace, recorded: tuple[str, int] | None, path: Path) -> None:
@@ -92,8 +173,25 @@ def _sentence(model: str | None) -> Embedder:
     return SentenceTransformerEmbedder(model)
 
 
-def open_store(args: argparse.Namespace, *, create: bool, need_vectors: bool = True) -> Any:
-    """An unopened store for ``args.store``; the caller enters it with ``async with``."""
+@contextlib.asynccontextmanager
+async def open_store(
+    args: argparse.Namespace, *, create: bool, need_vectors: bool = True
+) -> AsyncIterator[Any]:
+    """The opened store for ``args.store``: for writing with ``create``, else read-only.
+
+    A SQLite file that turns out damaged mid-command is named in the error.
+    """
+    store = _store(args, create=create, need_vectors=need_vectors)
+    try:
+        async with store:
+            yield store
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"store {args.store!r}: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(damaged(args.store, exc)) from exc
+
+
+def _store(args: argparse.Namespace, *, create: bool, need_vectors: bool) -> Any:
     target: str = args.store
     if is_postgres(target):
         # The server records the embedder too and refuses a different one; without a
@@ -111,11 +209,10 @@ def open_store(args: argparse.Namespace, *, create: bool, need_vectors: bool = T
             ) from None
         return cls(target, embedder=embedder, create=create)
     path = Path(target)
-    if not create and not path.exists():
-        raise StoreError(f"no store at {target!r} (run `agentkit-memory ingest` first, "
-                         "or pass --store / set AGENTKIT_STORE)")
-    recorded = recorded_embedder(path)
+    recorded = inspect_store(path, create=create)
     _check_choice(args, recorded, path)
-    if not need_vectors and not args.hashing and args.model is None:
-        return SQLiteVectorStore(path, embedder=None, create=create)
-    return SQLiteVectorStore(path, embedder=make_embedder(args, recorded), create=create)
+    lexical_only = not need_vectors and not args.hashing and args.model is None
+    embedder = None if lexical_only else make_embedder(args, recorded)
+    if create:
+        return SQLiteVectorStore(path, embedder=embedder, create=True)
+    return SQLiteVectorStore(path, embedder=embedder, read_only=True)
