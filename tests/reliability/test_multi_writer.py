@@ -75,8 +75,13 @@ async def until_locked(db: Path, busy: object) -> None:
 
 
 def rowid_of(db: Path, org: str, cid: str) -> int | None:
-    with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT rowid FROM chunks WHERE org = ? AND id = ?", (org, cid)).fetchone()
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute(
+            "SELECT rowid FROM chunks WHERE org = ? AND id = ?", (org, cid)
+        ).fetchone()
+    finally:
+        conn.close()
     return None if row is None else int(row[0])
 
 
