@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -102,3 +104,33 @@ def test_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("agentkit-memory: error: ")
     assert "cannot connect" in lines[0]
+
+
+async def test_a_crash_before_the_stale_delete_is_repaired_on_postgres(
+    make_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentkit.cli._ingest import chunk_id, ingest
+    from agentkit.kernel.ctx import Scope
+
+    doc = tmp_path / "long.md"
+    doc.write_text("# Long\n\n" + "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(12)))
+    scope = Scope("acme", "docs")
+    store = make_store()
+    n_old = (await ingest(store, scope, [str(doc)], size=400, overlap=50)).chunks
+    doc.write_text("# Long\n\nNow it is short.")
+
+    async def crash(ids: Any, *, scope: Scope) -> None:
+        raise RuntimeError("killed between the upsert and the delete")
+
+    monkeypatch.setattr(store, "delete", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        await ingest(store, scope, [str(doc)], size=400, overlap=50)
+    monkeypatch.undo()
+    assert await store.count(scope=scope) == n_old
+
+    again = await ingest(store, scope, [str(doc)], size=400, overlap=50)
+    assert again.stale == n_old - 1
+    key = str(doc.resolve())
+    kept = await store.get([chunk_id(key, p) for p in range(n_old)], scope=scope)
+    assert [c.text for c in kept] == ["# Long\n\nNow it is short."]
+    assert await store.count(scope=scope) == 1
