@@ -474,3 +474,39 @@ async def test_queries_ids_and_filters_with_lone_surrogates_are_refused(db: Path
         assert await store.count(scope=ACME) == len(DOCS)
     finally:
         await store.close()
+
+
+def _strip_generations(db: Path) -> None:
+    """Make ``db`` look like a file written before generation counters existed."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        for trigger in ("chunks_gen_ai", "chunks_gen_ad", "chunks_gen_au"):
+            conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP TABLE generations")
+        conn.execute("DROP TABLE file_generation")
+    finally:
+        conn.close()
+
+
+async def test_a_file_from_before_generations_is_read_correctly(db: Path) -> None:
+    await (await filled(db)).close()
+    _strip_generations(db)
+    # Read-only: nothing is added to the file, and nothing cached can go stale.
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(), read_only=True) as reader:
+        assert (await reader.search("warm mat", k=1, scope=ACME))[0][1].id == "cat"
+        with sqlite3.connect(db) as other:
+            other.execute("UPDATE chunks SET text = 'zebra crossing' WHERE id = 'cat'")
+        [(_, hit)] = await reader.lexical_search("zebra", k=1, scope=ACME)
+        assert hit.id == "cat"
+        top = await reader.search("warm mat", k=4, scope=ACME)
+        assert {c.id: c.text for _, c in top}["cat"] == "zebra crossing"
+    with sqlite3.connect(db) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "generations" not in tables
+    # A writer installs the counters; from then on every writer's change bumps them.
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder()) as store:
+        assert await store.count(scope=ACME) == len(DOCS)
+        assert len(await store.search("the", k=10, scope=ACME)) == len(DOCS)
+        with sqlite3.connect(db) as other:
+            other.execute("DELETE FROM chunks WHERE id = 'dog'")
+        assert len(await store.search("the", k=10, scope=ACME)) == len(DOCS) - 1
