@@ -14,6 +14,7 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, ScopeViolation
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_answer, _check_member
 from agentkit.state.memory._frozen import FrozenDict
 from agentkit.state.memory._item import MemoryItem
@@ -26,6 +27,7 @@ class _Unhashable(Exception):
     """A ``where`` value we cannot key on; such a query bypasses the cache."""
 
 
+@traced_memory(cache=True)
 @dataclass
 class CachedMemory:
     """Cache ``query`` results for ``ttl_seconds`` (monotonic clock).

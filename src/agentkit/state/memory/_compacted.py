@@ -11,11 +11,13 @@ from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.messages import Message
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_member, _settle_all
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
 
+@traced_memory
 @dataclass
 class CompactedMemory:
     """Run each item's content through a Compactor, one item at a time.

@@ -18,6 +18,7 @@ from agentkit.kernel.errors import (
     InvalidArgumentType,
 )
 from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import (
     _ON_ERROR,
     OnErrorPolicy,
@@ -44,6 +45,7 @@ from agentkit.state.memory._rerank import _SOURCE_RANKS, score_sort_rerank
 _DEDUPE_MODES: tuple[object, ...] = (*get_args(DedupeMode), None)
 
 
+@traced_memory(member_timeout="timeout")
 @dataclass
 class CompositeMemory:
     """Parallel fan-out across many sources, merged into one top-k.

@@ -9,6 +9,7 @@ from typing import Any, Literal, get_args
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import MemoryWriteRefused
 from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_member
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource
@@ -23,6 +24,7 @@ derives its tuple from this alias with ``get_args`` so the two cannot drift.
 _ON_WRITE: tuple[object, ...] = get_args(OnWritePolicy)
 
 
+@traced_memory
 @dataclass
 class ReadOnlyMemory:
     """Turns "nothing happens to write here" into an enforced boundary.

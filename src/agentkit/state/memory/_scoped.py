@@ -10,11 +10,13 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_member
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
 
+@traced_memory
 @dataclass
 class ScopedMemory:
     """Fail-loud tenant guard: every query and write runs ``enforce(ctx)`` first.

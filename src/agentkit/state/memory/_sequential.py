@@ -10,6 +10,7 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import CompositeQueryError
 from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import (
     _ON_ERROR,
     OnErrorPolicy,
@@ -21,6 +22,7 @@ from agentkit.state.memory._item import MemoryItem, check_items
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
 
+@traced_memory
 @dataclass
 class SequentialMemory:
     """Cache-then-fallback: a later tier is asked only for what earlier ones lacked.

@@ -11,6 +11,7 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, PathEscapeError
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.files import InMemoryFiles, normalise_path
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items
@@ -23,6 +24,7 @@ _READ_CONCURRENCY = 16
 _MAX_DEPTH = 64
 
 
+@traced_memory
 @dataclass
 class FileMemory:
     """A MemorySource that walks every file and counts query-term hits.

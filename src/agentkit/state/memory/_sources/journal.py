@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.journal import MutationJournal
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items
@@ -18,6 +19,7 @@ T = TypeVar("T")
 _MISSING = object()
 
 
+@traced_memory
 @dataclass
 class JournalMemory(Generic[T]):
     """A MemorySource view on a MutationJournal[T]; read-only by construction.

@@ -9,10 +9,12 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items, scored_items
 
 
+@traced_memory(kind="client")
 @dataclass
 class LexicalMemory:
     """A read-side MemorySource over a store's ``lexical_search`` (BM25 and the like).

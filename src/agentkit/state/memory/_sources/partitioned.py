@@ -18,6 +18,7 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.files import LocalFiles
 from agentkit.state.memory._fanout import _check_member
 from agentkit.state.memory._item import MemoryItem
@@ -34,6 +35,7 @@ _MAX_NAME = 200
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
+@traced_memory
 @dataclass
 class PerScopeMemory:
     """Route each call to the source built for its ``ctx.scope``, building on first use.

@@ -9,12 +9,14 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.context import WorkingContext
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items
 from agentkit.vector.port import matches_where
 
 
+@traced_memory
 @dataclass
 class ScratchpadMemory:
     """A MemorySource view on ``WorkingContext.scratchpad``.

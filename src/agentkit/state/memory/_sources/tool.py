@@ -11,6 +11,7 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import AgentkitError, InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_score, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items
 
@@ -20,6 +21,7 @@ _CONTENT_KEYS = ("content", "text", "snippet")
 _PARSED_SOURCE = "tool"
 
 
+@traced_memory(kind="client")
 @dataclass
 class ToolMemory:
     """Adapt a Tool (``async invoke(args, *, ctx)``) into a MemorySource.

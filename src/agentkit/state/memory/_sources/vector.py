@@ -11,12 +11,14 @@ from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.dedupe import without_dedupe_stamps
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items, scored_items
 from agentkit.state.memory._stamps import held_by
 from agentkit.vector.port import Chunk
 
 
+@traced_memory(kind="client")
 @dataclass
 class VectorMemory:
     """A MemorySource backed by a VectorPort.

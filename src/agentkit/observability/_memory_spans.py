@@ -1,0 +1,374 @@
+"""OpenTelemetry spans for memory operations, one class decorator for every source.
+
+Conventions followed: the ``gen_ai.memory.client`` span of the OpenTelemetry GenAI
+semantic conventions, open-telemetry/semantic-conventions-genai v0.1.0 (development
+stability; the memory span came with its PR #140). From it:
+
+* ``gen_ai.operation.name``: ``search_memory`` (``query``), ``upsert_memory``
+  (``write``: a write may create or replace, the caller does not choose), and
+  ``delete_memory`` (``delete`` / ``forget``, wrapped whenever a class defines them).
+* span name ``{gen_ai.operation.name}``, as the conventions say; which source a span
+  belongs to is in ``gen_ai.memory.store.id``, which here is ``MemorySource.name``.
+* span kind CLIENT for sources over a backend, INTERNAL for in-process ones,
+  composites and decorators.
+* ``gen_ai.memory.record.count``: items returned (search), offered (upsert) or named
+  for deletion (delete); ``gen_ai.memory.record.id`` for a single-id delete.
+* ``error.type`` and status ERROR on failure, with the exception recorded.
+* opt-in ``gen_ai.memory.query.text`` and ``gen_ai.memory.records`` (a JSON string
+  in the conventions' MemoryRecord shape), only while content capture is on:
+  ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (read at import) or
+  :func:`set_content_capture`.
+
+Beyond the memory span: ``gen_ai.retrieval.top_k`` carries ``k`` (the registry's
+attribute for "how many results were asked for"; ``gen_ai.request.top_k`` is the
+sampling parameter since v0.1.0, so it is not used), and three ``agentkit.*``
+attributes: the class (``agentkit.memory.source.type``, since decorators mirror the
+wrapped source's name), ``agentkit.memory.cache.hit`` on CachedMemory, and
+``agentkit.memory.accepts_writes`` on writes. A member cut off by its composite's
+``timeout`` ends with ``error.type`` ``timeout``, any other cancellation with
+``cancelled``.
+
+Cost: without ``opentelemetry-api`` the decorator returns the class untouched, so there
+is no wrapper at all. With the API but no SDK, the tracer hands back an invalid span and
+the wrapper calls straight through. Attributes are built only for recording spans.
+Spans go through the global tracer provider and the current OTel context, a contextvar,
+so they nest under whatever span the caller has open (a LangChain or LlamaIndex run
+traced through OpenTelemetry) and composite members, which run as tasks with a copy of
+that context, nest under the composite's span.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from contextvars import ContextVar
+from typing import Any, Literal, TypeVar, overload
+
+from agentkit.kernel.errors import InvalidArgumentType
+
+try:
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+except ImportError:  # the ``otel`` extra is not installed: nothing is wrapped
+    TRACING_AVAILABLE = False
+else:
+    TRACING_AVAILABLE = True
+
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "TRACING_AVAILABLE",
+    "content_capture_enabled",
+    "set_content_capture",
+    "traced_memory",
+]
+
+T = TypeVar("T")
+SpanKindName = Literal["client", "internal"]
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+SEARCH = "search_memory"
+UPSERT = "upsert_memory"
+DELETE = "delete_memory"
+# Method name -> operation. delete/forget are wrapped only where a class defines them.
+_OPERATIONS = (("query", SEARCH), ("write", UPSERT), ("delete", DELETE), ("forget", DELETE))
+
+OPERATION_NAME = "gen_ai.operation.name"
+STORE_ID = "gen_ai.memory.store.id"
+RECORD_COUNT = "gen_ai.memory.record.count"
+RECORD_ID = "gen_ai.memory.record.id"
+QUERY_TEXT = "gen_ai.memory.query.text"
+RECORDS = "gen_ai.memory.records"
+TOP_K = "gen_ai.retrieval.top_k"
+ERROR_TYPE = "error.type"
+SOURCE_TYPE = "agentkit.memory.source.type"
+CACHE_HIT = "agentkit.memory.cache.hit"
+ACCEPTS_WRITES = "agentkit.memory.accepts_writes"
+
+_TRACED = "__agentkit_traced__"
+
+# The earliest moment a composite above us gives up on its members (time.monotonic()).
+_DEADLINE: ContextVar[float | None] = ContextVar("agentkit_memory_deadline", default=None)
+# Set by a cache's span: any traced call below it marks that the cache went to its source.
+_REACHED: ContextVar[list[bool] | None] = ContextVar("agentkit_memory_reached", default=None)
+
+
+def _env_capture() -> bool:
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
+
+
+_capture = _env_capture()
+
+
+def set_content_capture(enabled: bool | None) -> None:
+    """Switch recording of query text and records on (True) or off (False).
+
+    ``None`` drops the override and re-reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+    Off by default, as the conventions ask: queries and memories are user data.
+    """
+    global _capture
+    if enabled is not None and not isinstance(enabled, bool):
+        raise InvalidArgumentType(f"enabled must be a bool or None, got {type(enabled).__name__}")
+    _capture = _env_capture() if enabled is None else enabled
+
+
+def content_capture_enabled() -> bool:
+    """Whether spans record query text and records right now."""
+    return _capture
+
+
+@overload
+def traced_memory(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def traced_memory(
+    *,
+    kind: SpanKindName = "internal",
+    member_timeout: str | None = None,
+    cache: bool = False,
+) -> Callable[[type[T]], type[T]]: ...
+
+
+def traced_memory(
+    cls: type[T] | None = None,
+    /,
+    *,
+    kind: SpanKindName = "internal",
+    member_timeout: str | None = None,
+    cache: bool = False,
+) -> type[T] | Callable[[type[T]], type[T]]:
+    """Give every ``query``/``write`` (and ``delete``/``forget``) of ``cls`` its span.
+
+    ``kind``: ``"client"`` for a source over a backend, ``"internal"`` otherwise.
+    ``member_timeout`` names the attribute holding the per-member time limit of a
+    fan-out, so a member it cuts off is told apart from one cancelled from outside.
+    ``cache=True`` marks a cache in front of ``self.inner``; its search spans say
+    whether the source behind it was asked (only when that source is traced too, the
+    one way to know it without reaching into the cache).
+
+    Without OpenTelemetry installed the class comes back untouched.
+    """
+
+    def apply(target: type[T]) -> type[T]:
+        if not TRACING_AVAILABLE:
+            return target
+        for method, operation in _OPERATIONS:
+            fn = target.__dict__.get(method)
+            if fn is None or not inspect.iscoroutinefunction(fn) or hasattr(fn, _TRACED):
+                continue
+            wrapped = _wrap(fn, operation, target.__qualname__, kind, member_timeout, cache)
+            setattr(target, method, wrapped)
+        return target
+
+    return apply if cls is None else apply(cls)
+
+
+def _wrap(
+    fn: Callable[..., Awaitable[Any]],
+    operation: str,
+    source_type: str,
+    kind_name: SpanKindName,
+    member_timeout: str | None,
+    cache: bool,
+) -> Callable[..., Awaitable[Any]]:
+    tracer = otel_trace.get_tracer("agentkit.memory")
+    kind = SpanKind.CLIENT if kind_name == "client" else SpanKind.INTERNAL
+    attach, detach = otel_context.attach, otel_context.detach
+    in_context = otel_trace.set_span_in_context
+    describe = _DESCRIBE[operation]
+    conclude = _CONCLUDE[operation]
+    default = source_type
+
+    @functools.wraps(fn)
+    async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
+        reached = _REACHED.get()
+        if reached is not None:
+            reached[0] = True
+        span = tracer.start_span(
+            operation,
+            kind=kind,
+            attributes={OPERATION_NAME: operation, STORE_ID: str(getattr(self, "name", default))},
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        if not span.is_recording():
+            if not span.get_span_context().is_valid:
+                return await fn(self, *args, **kwargs)  # no SDK: the no-op tracer
+            # Sampled out, yet still the parent: the sampler's "no" carries down.
+            token = attach(in_context(span))
+            try:
+                return await fn(self, *args, **kwargs)
+            finally:
+                detach(token)
+                span.end()
+
+        inherited = _DEADLINE.get()
+        token = attach(in_context(span))
+        deadline_token = None
+        reached_token = None
+        mine: list[bool] | None = None
+        try:
+            span.set_attribute(SOURCE_TYPE, source_type)
+            known = describe(span, self, args, kwargs)
+            if member_timeout is not None:
+                limit = getattr(self, member_timeout, None)
+                if isinstance(limit, (int, float)) and limit > 0:
+                    deadline = time.monotonic() + limit
+                    if inherited is not None:
+                        deadline = min(deadline, inherited)
+                    deadline_token = _DEADLINE.set(deadline)
+            if cache and operation == SEARCH and _is_traced(getattr(self, "inner", None)):
+                mine = [False]
+                reached_token = _REACHED.set(mine)
+            result = await fn(self, *args, **kwargs)
+        except BaseException as exc:
+            _fail(span, exc, inherited)
+            raise
+        else:
+            conclude(span, result, known)
+            if mine is not None:
+                span.set_attribute(CACHE_HIT, not mine[0])
+            return result
+        finally:
+            if reached_token is not None:
+                _REACHED.reset(reached_token)
+            if deadline_token is not None:
+                _DEADLINE.reset(deadline_token)
+            detach(token)
+            span.end()
+
+    setattr(traced, _TRACED, operation)
+    return traced
+
+
+def _is_traced(source: object) -> bool:
+    return source is not None and hasattr(getattr(type(source), "query", None), _TRACED)
+
+
+# --- per operation: attributes from the arguments, then from the result ---------------
+
+
+def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
+    return args[0] if args else kwargs.get(name)
+
+
+def _describe_search(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
+    k = kw.get("k")
+    if type(k) is int:
+        span.set_attribute(TOP_K, k)
+    if _capture:
+        query = _argument(args, kw, "query")
+        if isinstance(query, str):
+            span.set_attribute(QUERY_TEXT, query)
+    return False
+
+
+def _describe_upsert(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
+    # Only a collection is looked into: an iterator would be used up before the source
+    # saw it, and anything else is the source's to refuse, with its own error.
+    items = _argument(args, kw, "items")
+    if isinstance(items, (list, tuple)):
+        span.set_attribute(RECORD_COUNT, len(items))
+        if _capture:
+            _set_records(span, items)
+    span.set_attribute(ACCEPTS_WRITES, _accepts_writes(source))
+    return False
+
+
+def _describe_delete(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
+    target = args[0] if args else kw.get("ids")
+    if isinstance(target, str):
+        span.set_attribute(RECORD_ID, target)
+        span.set_attribute(RECORD_COUNT, 1)
+        return True
+    if isinstance(target, Collection) and not isinstance(target, (bytes, Mapping)):
+        span.set_attribute(RECORD_COUNT, len(target))
+        return True
+    return False
+
+
+def _conclude_search(span: Any, result: Any, known: bool) -> None:
+    if isinstance(result, list):
+        span.set_attribute(RECORD_COUNT, len(result))
+        if _capture:
+            _set_records(span, result)
+
+
+def _conclude_upsert(span: Any, result: Any, known: bool) -> None:
+    return None
+
+
+def _conclude_delete(span: Any, result: Any, known: bool) -> None:
+    # forget(where) names no ids; a count it returns is what the operation covered.
+    if not known and type(result) is int:
+        span.set_attribute(RECORD_COUNT, result)
+
+
+_Describe = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], bool]
+_Conclude = Callable[[Any, Any, bool], None]
+_DESCRIBE: dict[str, _Describe] = {
+    SEARCH: _describe_search,
+    UPSERT: _describe_upsert,
+    DELETE: _describe_delete,
+}
+_CONCLUDE: dict[str, _Conclude] = {
+    SEARCH: _conclude_search,
+    UPSERT: _conclude_upsert,
+    DELETE: _conclude_delete,
+}
+
+
+def _accepts_writes(source: Any) -> bool:
+    try:
+        return bool(getattr(source, "accepts_writes", True))
+    except Exception:
+        return True
+
+
+def _set_records(span: Any, items: Collection[Any]) -> None:
+    """``gen_ai.memory.records`` as JSON (MemoryRecord: content, id, score, metadata)."""
+    try:
+        records = []
+        for item in items:
+            record: dict[str, Any] = {"content": getattr(item, "content", None)}
+            for field in ("id", "score", "source"):
+                value = getattr(item, field, None)
+                if value is not None:
+                    record[field] = value
+            metadata = getattr(item, "metadata", None)
+            if isinstance(metadata, Mapping) and metadata:
+                record["metadata"] = dict(metadata)
+            records.append(record)
+        span.set_attribute(RECORDS, json.dumps(records, default=str, ensure_ascii=False))
+    except Exception:
+        return  # content is a courtesy: never let it break the call
+
+
+# --- failure ------------------------------------------------------------------------
+
+
+def _fail(span: Any, exc: BaseException, deadline: float | None) -> None:
+    if isinstance(exc, asyncio.CancelledError):
+        # A composite's per-member limit arrives as a cancellation; the deadline it
+        # left in the context says whether that limit had passed.
+        reason = "timeout" if deadline is not None and time.monotonic() >= deadline else "cancelled"
+        span.set_attribute(ERROR_TYPE, reason)
+        span.set_status(Status(StatusCode.ERROR, reason))
+        return
+    span.set_attribute(ERROR_TYPE, _error_type(exc))
+    span.record_exception(exc, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def _error_type(exc: BaseException) -> str:
+    kind = type(exc)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
