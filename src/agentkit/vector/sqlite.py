@@ -873,7 +873,15 @@ class SQLiteVectorStore:
         ``k`` results, those are the full query's top ``k``. When they do not, the full
         query runs, because the rows matched only by common words still fill the tail
         of the list (and hybrid fusion reads that tail).
+
+        FTS5 ranks the whole file, so a scope with no rows would walk every other
+        tenant's matches to find nothing: it is answered before ranking.
         """
+        empty = conn.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM chunks WHERE org = ? AND domain = ?)", bucket
+        ).fetchone()[0]
+        if empty:
+            return []
         full = " OR ".join(_phrase(t) for t in tokens)
         rare = self._rare(conn, tokens)
         if rare is not None and rare != full:
