@@ -6,7 +6,16 @@ per-store filter dialects; one implementation, so the LangChain and LlamaIndex
 bridges cannot drift apart. Depends on the kernel only: no framework imports here.
 """
 
-from agentkit.interop._dialects import DIALECTS, Condition, Dialect, conditions, dialect_for
+from agentkit.interop._dialects import (
+    DIALECTS,
+    Condition,
+    Dialect,
+    conditions,
+    dialect_for,
+    merge_filter,
+    scope_conditions,
+    where_conditions,
+)
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._scores import usable_score
@@ -48,14 +57,17 @@ __all__ = [
     "dialect_for",
     "in_scope",
     "is_unscoped",
+    "merge_filter",
     "record_stamps",
     "refuse_unfiltered",
     "reranked_items",
     "run_blocking",
     "run_sync",
+    "scope_conditions",
     "stamp",
     "store_id",
     "strip_stamps",
     "usable_score",
+    "where_conditions",
     "widen",
 ]

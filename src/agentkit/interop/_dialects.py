@@ -132,14 +132,23 @@ class Dialect:
 
 
 def in_memory_filter(conds: Sequence[Condition]) -> Callable[[Any], bool] | None:
-    """LangChain ``InMemoryVectorStore``: a callable on the Document; exact for all ops."""
+    """LangChain ``InMemoryVectorStore``: a callable on the Document; exact for all ops.
+
+    The store calls it once per record on every search, so string equality (the scope
+    stamps, most ``where`` values) is a plain ``dict.get`` comparison; the rest goes
+    through the shared ``where`` rule.
+    """
     if not conds:
         return None
-    tests = tuple(conds)
+    plain = tuple((c.key, c.value, c.op == "eq") for c in conds if _plain(c))
+    other = tuple(c for c in conds if not _plain(c))
 
     def keep(doc: Any) -> bool:
         meta = doc.metadata
-        return all(_holds(meta, cond) for cond in tests)
+        for key, value, equal in plain:
+            if bool(meta.get(key) == value) is not equal:
+                return False
+        return all(_holds(meta, cond) for cond in other) if other else True
 
     return keep
 
@@ -364,6 +373,12 @@ def _holds(meta: Mapping[str, Any], cond: Condition) -> bool:
     if cond.op == "in":
         return matches_where(meta, {cond.key: cond.value})
     return not matches_where(meta, {cond.key: cond.value})
+
+
+def _plain(cond: Condition) -> bool:
+    """An eq/ne on a str value: ``dict.get(key) == value`` is the whole rule (a missing
+    key reads as None, which equals no str)."""
+    return cond.op != "in" and type(cond.value) is str
 
 
 def _is_scalar(value: object) -> bool:

@@ -23,10 +23,11 @@ from agentkit.interop import (
     chunk_id_of,
     dialect_for,
     in_scope,
+    merge_filter,
     run_blocking,
+    where_conditions,
     widen,
 )
-from agentkit.interop._dialects import merge_filter, where_conditions
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where

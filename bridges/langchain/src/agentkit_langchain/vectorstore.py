@@ -18,16 +18,19 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from agentkit.interop import (
     CHUNK_KEY,
+    Condition,
     Dialect,
     chunk_id_of,
     conditions,
     dialect_for,
     in_scope,
+    is_unscoped,
     record_stamps,
     refuse_unfiltered,
     run_blocking,
     store_id,
     strip_stamps,
+    where_conditions,
     widen,
 )
 from agentkit.kernel.ctx import Scope
@@ -42,8 +45,10 @@ FilterStyle = str | Dialect | Callable[[dict[str, Any]], Any]
 # default fetch_k does, so a tenant sharing the store usually needs one pass.
 _MIN_CANDIDATES = 20
 _NAMESPACE = uuid.UUID("6f1d7c52-3a0e-4d8b-9a53-2f4b1c9e7a10")
+_WIDTHS_KEPT = 1024
 # (score, document, the record's own metadata) for one search hit.
 _Hit = tuple[float, Document, dict[str, Any]]
+_Scored = Callable[[int, dict[str, Any]], Awaitable[list[tuple[Document, float]]]]
 
 
 class LangChainVectorPort:
@@ -100,6 +105,9 @@ class LangChainVectorPort:
         self.dialect = dialect_for(vectorstore, filter_style)
         self._in_memory = isinstance(vectorstore, InMemoryVectorStore)
         self._relevance = relevance_score_fn
+        # Per bucket, the candidate count a post-filtering store (FAISS) last needed,
+        # so a tenant's next query usually takes one pass. Counts only, keyed by scope.
+        self._widths: dict[tuple[Any, ...], int] = {}
 
     def __repr__(self) -> str:
         name = self.dialect.name if self.dialect is not None else "none"
@@ -151,35 +159,37 @@ class LangChainVectorPort:
         conds = conditions(scope, wanted)
         if conds is None:
             return []  # an empty any-of matches nothing
-        dialect = self.dialect
-        native = dialect.build(conds) if dialect is not None else None
-        post_filter = dialect is not None and dialect.fetch_k and native is not None
-        total = None
-        first = k
-        if post_filter:
-            assert dialect is not None
-            total = dialect.size(self.vectorstore) if dialect.size is not None else None
-            first = max(k, _MIN_CANDIDATES)
         scored = await self._scorer(query)
-
-        async def fetch(n: int) -> list[_Hit]:
-            kwargs: dict[str, Any] = {}
-            if native is not None:
-                kwargs["filter"] = native
-                if post_filter:
-                    kwargs["fetch_k"] = n
-            found = await scored(n, kwargs)
-            if len(found) < n and native is not None and dialect and dialect.approximate:
-                found = await self._exact(scored, n, kwargs, native, found)
-            return [(float(score), doc, self._own_metadata(doc)) for doc, score in found]
 
         def keep(hit: _Hit) -> bool:
             return in_scope(hit[1].metadata, scope) and (
                 wanted is None or matches_where(hit[2], wanted)
             )
 
-        hits = await widen(fetch, keep, k, first=first, total=total)
-        return [(score, self._chunk(doc, meta)) for score, doc, meta in hits]
+        if is_unscoped(scope) and self.dialect is not None:
+            # A store without tenants' records needs no scope filter, and filtering
+            # costs Chroma, local Qdrant and InMemoryVectorStore a scan: ask without it
+            # first, and with it only when tenants' records crowd this answer.
+            fetch, first, total = self._fetcher(scored, where_conditions(wanted) or [], k)
+            batch = await fetch(first)
+            kept = [hit for hit in batch if keep(hit)]
+            if len(kept) >= k or _exhausted(first, batch, total):
+                return self._chunks(kept[:k])
+        fetch, first, total = self._fetcher(scored, conds, k)
+        learned = None
+        if total is not None:  # a post-filtering store: start where this bucket last ended
+            learned = (scope.org_id, scope.domain_id, tuple(sorted(wanted or ())))
+            first = max(first, min(self._widths.get(learned, 0), total))
+        asked: list[int] = []
+
+        async def counted(n: int) -> list[_Hit]:
+            asked.append(n)
+            return await fetch(n)
+
+        hits = await widen(counted, keep, k, first=first, total=total)
+        if learned is not None and len(hits) == k:
+            self._learn(learned, asked[-1])
+        return self._chunks(hits)
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         if isinstance(ids, str) or not isinstance(ids, Sequence):
@@ -194,6 +204,46 @@ class LangChainVectorPort:
         await finish_or_undo(self._delete_known(wanted, before), self._undo(wanted, before))
 
     # --- helpers ---
+
+    def _fetcher(
+        self, scored: _Scored, conds: list[Condition], k: int
+    ) -> tuple[Callable[[int], Awaitable[list[_Hit]]], int, int | None]:
+        """``fetch(n)`` for ``conds`` in the store's dialect, its first ``n``, and the
+        store's size when a short answer does not mean "no more" (FAISS' fetch_k)."""
+        dialect = self.dialect
+        native = dialect.build(conds) if dialect is not None and conds else None
+        post_filter = dialect is not None and dialect.fetch_k and native is not None
+        approximate = dialect is not None and dialect.approximate and native is not None
+        total = None
+        first = k
+        if post_filter:
+            assert dialect is not None
+            total = dialect.size(self.vectorstore) if dialect.size is not None else None
+            first = max(k, _MIN_CANDIDATES)
+
+        async def fetch(n: int) -> list[_Hit]:
+            kwargs: dict[str, Any] = {}
+            if native is not None:
+                kwargs["filter"] = native
+                if post_filter:
+                    kwargs["fetch_k"] = n
+            found = await scored(n, kwargs)
+            if len(found) < n and approximate:
+                found = await self._exact(scored, n, kwargs, native, found)
+            return [(float(score), doc, self._own_metadata(doc)) for doc, score in found]
+
+        return fetch, first, total
+
+    def _learn(self, key: tuple[Any, ...], width: int) -> None:
+        """Remember how many candidates this bucket needed (bounded: oldest go first)."""
+        widths = self._widths
+        widths.pop(key, None)
+        if len(widths) >= _WIDTHS_KEPT:
+            widths.pop(next(iter(widths)))
+        widths[key] = width
+
+    def _chunks(self, hits: list[_Hit]) -> list[tuple[float, Chunk]]:
+        return [(score, self._chunk(doc, meta)) for score, doc, meta in hits]
 
     def _store_id(self, scope: Scope, chunk_id: str) -> str:
         uuid_ids = self.dialect is not None and self.dialect.uuid_ids
@@ -229,9 +279,7 @@ class LangChainVectorPort:
             chunk_id = str(uuid.uuid5(_NAMESPACE, doc.page_content))
         return Chunk(chunk_id, doc.page_content, metadata)
 
-    async def _scorer(
-        self, query: str
-    ) -> Callable[[int, dict[str, Any]], Awaitable[list[tuple[Document, float]]]]:
+    async def _scorer(self, query: str) -> _Scored:
         """The store's scored search for ``query``, as ``(k, kwargs) -> hits``."""
         store = self.vectorstore
         if self._in_memory:
@@ -270,7 +318,7 @@ class LangChainVectorPort:
 
     async def _exact(
         self,
-        scored: Callable[[int, dict[str, Any]], Awaitable[list[tuple[Document, float]]]],
+        scored: _Scored,
         n: int,
         kwargs: dict[str, Any],
         native: Any,
@@ -351,6 +399,11 @@ async def _chroma_get(store: Any, ids: list[str]) -> list[Document]:
             result["ids"], result["documents"], result["metadatas"], strict=False
         )
     ]
+
+
+def _exhausted(n: int, batch: list[_Hit], total: int | None) -> bool:
+    """Whether an answer of ``batch`` to a fetch of ``n`` means the store has no more."""
+    return n >= total if total is not None else len(batch) < n
 
 
 def _check_id(chunk_id: object) -> str:
