@@ -284,6 +284,35 @@ async def test_a_scoped_query_with_enough_matches_is_one_pass(store: VectorStore
     assert len(calls) == 1
 
 
+async def test_an_unscoped_query_crowded_by_tenants_asks_again_with_the_filter(
+    store: VectorStore,
+) -> None:
+    port = LangChainVectorPort(store)
+    await port.upsert([Chunk("shared", "team lunch menu")], scope=Scope())
+    await port.upsert([Chunk(f"t{i}", "lunch menu") for i in range(30)], scope=ACME.scope)
+    calls = _count_searches(store)
+    assert [c.id for _, c in await port.search("lunch menu", k=1, scope=Scope())] == ["shared"]
+    assert 2 <= len(calls) <= 3  # unfiltered first (no luck), then with the scope filter
+
+
+async def test_faiss_remembers_how_wide_a_tenant_needed() -> None:
+    store = _faiss()
+    port = LangChainVectorPort(store)
+    for t in range(10):
+        await port.upsert(
+            [Chunk(f"r{i}", f"weekly report {i % 7}") for i in range(30)], scope=Scope(f"o{t}", "s")
+        )
+    tenant = Scope("o3", "s")
+    calls = _count_searches(store)
+    first = await port.search("weekly report", k=8, scope=tenant)
+    assert len(first) == 8 and len(calls) > 1  # 20 candidates hold about 2 of its own
+    calls.clear()
+    again = await port.search("weekly report 5", k=8, scope=tenant)
+    assert len(again) == 8 and len(calls) == 1
+    other = await port.search("weekly report", k=8, scope=Scope("o4", "s"))
+    assert len(other) == 8 and len(calls) > 2  # counts are kept per bucket
+
+
 # --- one store at a time ---------------------------------------------------------------
 
 
