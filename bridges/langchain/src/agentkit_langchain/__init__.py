@@ -6,7 +6,13 @@
 * ``CompressorReranker`` - a LangChain document compressor as a CompositeMemory reranker.
 * ``to_document`` / ``from_document`` - the item mapping (exact round trip).
 * ``AgentkitEmbeddings`` - an agentkit Embedder as LangChain Embeddings (offline).
+* ``LangGraphStoreMemory`` - a LangGraph store namespace as a MemorySource, and
+  ``AgentkitMemoryMiddleware`` - agentkit memory in a LangChain v1 agent; both need
+  the ``agentkit-langchain[langgraph]`` extra, so they load on first use and stay
+  out of ``__all__`` (a star import must work without the extra).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from agentkit_langchain.embeddings import AgentkitEmbeddings
 from agentkit_langchain.mapping import from_document, to_document
@@ -14,6 +20,29 @@ from agentkit_langchain.memory import LangChainMemory
 from agentkit_langchain.rerank import CompressorReranker
 from agentkit_langchain.retriever import AgentkitRetriever
 from agentkit_langchain.vectorstore import LangChainVectorPort
+
+if TYPE_CHECKING:
+    from agentkit_langchain.langgraph_memory import LangGraphStoreMemory as LangGraphStoreMemory
+
+_NEEDS_LANGGRAPH = {
+    "LangGraphStoreMemory": "agentkit_langchain.langgraph_memory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _NEEDS_LANGGRAPH.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkit_langchain' has no attribute {name!r}")
+    import importlib
+
+    try:
+        loaded = importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"{name} needs LangGraph and LangChain v1: pip install "
+            f"'agentkit-langchain[langgraph]' ({exc})"
+        ) from exc
+    return getattr(loaded, name)
 
 __all__ = [
     "AgentkitEmbeddings",
