@@ -169,11 +169,15 @@ def _spell(cond: Condition, spelling: _Spelling) -> list[MetadataFilter] | None:
 class Pushdown:
     """What a search can hand the store: its filters (None: none), whether the scope
     reached the store, and whether every condition did (then no re-check can drop a
-    hit, so the first fetch need not be wider than k)."""
+    hit, so the first fetch need not be wider than k). ``where_only`` is the same
+    filter without the scope's conditions: for an unscoped search, a first pass
+    that costs what the store's plain search costs (Chroma's "not equal" is a scan)."""
 
     filters: MetadataFilters | None
     scope_pushed: bool
     complete: bool
+    where_only: MetadataFilters | None = None
+    scope_in_filters: bool = False
 
 
 def pushdown(
@@ -195,6 +199,7 @@ def pushdown(
     where_keys = set(where or {})
     spelling = _spelling(store)
     filters: list[MetadataFilter | MetadataFilters] = []
+    plain: list[MetadataFilter | MetadataFilters] = []
     scope_pushed = scope is not None
     complete = {c.key for c in conds} >= where_keys
     for cond in conds:
@@ -205,8 +210,14 @@ def pushdown(
                 scope_pushed = False
             continue
         filters.extend(spelled)
-    made = MetadataFilters(filters=filters, condition=FilterCondition.AND) if filters else None
-    return Pushdown(made, scope_pushed, complete)
+        if cond.key in where_keys:
+            plain.extend(spelled)
+    scope_in_filters = len(plain) < len(filters)
+    return Pushdown(_and(filters), scope_pushed, complete, _and(plain), scope_in_filters)
+
+
+def _and(filters: list[MetadataFilter | MetadataFilters]) -> MetadataFilters | None:
+    return MetadataFilters(filters=filters, condition=FilterCondition.AND) if filters else None
 
 
 def merge_filters(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from llama_index.core import StorageContext, VectorStoreIndex
@@ -40,6 +40,7 @@ from agentkit_llamaindex._filters import (
     store_refuses_nul,
 )
 from agentkit_llamaindex._locks import ReadWriteLock
+from agentkit_llamaindex.embedding import AgentkitEmbedding
 from agentkit_llamaindex.mapping import RESERVED_PREFIX
 from agentkit_llamaindex.mapping import STAMP_KEYS as ITEM_KEYS
 
@@ -80,6 +81,10 @@ def _refuse_nul(scope: Scope, batch: list[Chunk]) -> None:
         texts += [v for v in chunk.metadata.values() if isinstance(v, str)]
         if any("\x00" in t for t in texts):
             raise InvalidArgument(f"chunk {chunk.id!r} holds NUL, which PostgreSQL refuses")
+
+
+def _stamped(metadata: Mapping[str, Any]) -> bool:
+    return interop.ORG_KEY in metadata or interop.DOMAIN_KEY in metadata
 
 
 def _relevance(raw: Any, distance: bool) -> float:
@@ -317,7 +322,12 @@ class LlamaIndexVectorPort:
         if plan is None:
             return []  # an empty any-of matches nothing
         filters, trusted = plan.filters, plan.scope_pushed
-        embedded: list[list[float]] = []  # the query's vector, made once on first fetch
+        embedded: list[list[float]] = []  # the query's vector, made once
+        model = self.index._embed_model
+        if isinstance(model, AgentkitEmbedding):
+            # Natively async: embed on the loop. Any other model may block in its async
+            # method too, so it embeds in the worker thread, with the first fetch.
+            embedded.append(await model.aget_query_embedding(query))
         scoped = not interop.is_unscoped(scope)
 
         def keep(hit: _Hit | None) -> bool:
@@ -337,11 +347,18 @@ class LlamaIndexVectorPort:
                 return False  # another tenant's record, met by an unscoped query
             return matches_where(interop.strip_stamps(meta), wanted)
 
-        async def fetch(n: int) -> list[_Hit | None]:
-            return await run_blocking(self._query, query, embedded, n, filters)
+        def fetcher(flt: MetadataFilters | None) -> Callable[[int], Awaitable[list[_Hit | None]]]:
+            async def fetch(n: int) -> list[_Hit | None]:
+                return await run_blocking(self._query, query, embedded, n, flt)
+
+            return fetch
 
         first = k if plan.complete else k * _OVERFETCH
-        hits = await interop.widen(fetch, keep, k, first=first)
+        hits: list[_Hit | None] | None = None
+        if not scoped and plan.scope_in_filters:
+            hits = await self._unscoped_first_pass(fetcher(plan.where_only), keep, k, first)
+        if hits is None:
+            hits = await interop.widen(fetcher(filters), keep, k, first=first)
         out: list[tuple[float, Chunk]] = []
         for hit in hits:
             assert hit is not None  # keep() refused the gaps
@@ -351,6 +368,26 @@ class LlamaIndexVectorPort:
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             out.append((hit.score, Chunk(chunk_id, text, interop.strip_stamps(meta))))
         return out
+
+    @staticmethod
+    async def _unscoped_first_pass(
+        fetch: Callable[[int], Awaitable[list[_Hit | None]]],
+        keep: Callable[[_Hit | None], bool],
+        k: int,
+        first: int,
+    ) -> list[_Hit | None] | None:
+        """One plain pass for the unscoped bucket; None if tenants' records got in the way.
+
+        With no tenant records among the hits, the plain search (no "not stamped"
+        condition) is the whole answer, at the store's own speed; otherwise the caller
+        widens with the bucket's filter, which the store evaluates exactly.
+        """
+        batch = await fetch(first)
+        kept = [hit for hit in batch if keep(hit)]
+        if len(kept) >= k:
+            return kept[:k]
+        foreign = any(hit is not None and _stamped(hit.node.metadata) for hit in batch)
+        return None if foreign or len(batch) >= first else kept
 
     def _query(
         self,
