@@ -323,18 +323,24 @@ def _plain_env() -> dict[str, str]:
     return env
 
 
+@pytest.fixture(scope="module")
+def hashing_store(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The bytes of a store written with --hashing, large enough to cut in places."""
+    root = tmp_path_factory.mktemp("hashing-store")
+    shutil.copytree(NOTES, root / "notes")
+    big = root / "notes" / "more.md"
+    big.write_text("\n\n".join(f"Paragraph {i} about tomatoes " + "word " * 80 for i in range(60)))
+    ok(run("--store", "store.db", "--hashing", "ingest", "notes", cwd=root))
+    return (root / "store.db").read_bytes()
+
+
 @pytest.mark.parametrize("keep", [0.5, 0.9])
 @pytest.mark.parametrize("mode", [[], ["--lexical"], ["--dense"], ["--hashing"]])
 def test_query_on_a_truncated_store_names_the_file_and_leaves_it_alone(
-    tmp_path: Path, keep: float, mode: list[str]
+    tmp_path: Path, hashing_store: bytes, keep: float, mode: list[str]
 ) -> None:
-    shutil.copytree(NOTES, tmp_path / "notes")
-    big = tmp_path / "notes" / "more.md"
-    big.write_text("\n\n".join(f"Paragraph {i} about tomatoes " + "word " * 80 for i in range(60)))
-    ok(run("--store", "store.db", "--hashing", "ingest", "notes", cwd=tmp_path))
     db = tmp_path / "store.db"
-    data = db.read_bytes()
-    db.write_bytes(data[: int(len(data) * keep) // 4096 * 4096])
+    db.write_bytes(hashing_store[: int(len(hashing_store) * keep) // 4096 * 4096])
     before = snapshot(tmp_path)
     line = error_line(
         run("--store", "store.db", "query", "tomatoes", *mode, cwd=tmp_path, env=_plain_env())
@@ -397,3 +403,27 @@ def test_query_on_a_good_store_leaves_it_byte_for_byte_unchanged(tmp_path: Path)
             run("--store", "store.db", "query", "tenants", *mode, cwd=tmp_path, env=_plain_env())
         )
     assert snapshot(tmp_path) == before
+
+
+async def test_a_read_only_store_serves_reads_and_refuses_writes(tmp_path: Path) -> None:
+    from agentkit.kernel.errors import StoreError
+    from agentkit.vector.port import Chunk
+
+    db = tmp_path / "m.db"
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(64)) as store:
+        await store.upsert([Chunk("a", "tomatoes need sun")], scope=Scope())
+    before = snapshot(tmp_path)
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(64), read_only=True) as store:
+        assert [c.id for _, c in await store.search("tomatoes", k=1, scope=Scope())] == ["a"]
+        assert [c.id for _, c in await store.lexical_search("sun", k=1, scope=Scope())] == ["a"]
+        with pytest.raises(StoreError, match="read_only"):
+            await store.upsert([Chunk("b", "x")], scope=Scope())
+        with pytest.raises(StoreError, match="read_only"):
+            await store.delete(["a"], scope=Scope())
+    assert snapshot(tmp_path) == before
+    (tmp_path / "blank.db").write_bytes(b"")
+    blank = SQLiteVectorStore(tmp_path / "blank.db", embedder=None, read_only=True)
+    with pytest.raises(StoreError, match="not an agentkit store"):
+        await blank.open()
+    await blank.close()
+    assert (tmp_path / "blank.db").read_bytes() == b""
