@@ -23,9 +23,11 @@ from agentkit_langchain.vectorstore import LangChainVectorPort
 
 if TYPE_CHECKING:
     from agentkit_langchain.langgraph_memory import LangGraphStoreMemory as LangGraphStoreMemory
+    from agentkit_langchain.middleware import AgentkitMemoryMiddleware as AgentkitMemoryMiddleware
 
 _NEEDS_LANGGRAPH = {
     "LangGraphStoreMemory": "agentkit_langchain.langgraph_memory",
+    "AgentkitMemoryMiddleware": "agentkit_langchain.middleware",
 }
 
 
@@ -43,6 +45,7 @@ def __getattr__(name: str) -> Any:
             f"'agentkit-langchain[langgraph]' ({exc})"
         ) from exc
     return getattr(loaded, name)
+
 
 __all__ = [
     "AgentkitEmbeddings",
