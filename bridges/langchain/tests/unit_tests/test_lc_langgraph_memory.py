@@ -7,6 +7,8 @@ the PostgresStore run lives in tests/postgres/test_langgraph_memory_pg.py.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -346,3 +348,32 @@ async def test_joins_a_composite_beside_a_vector_memory(store: BaseStore) -> Non
     assert "the cat sleeps all day" not in [
         i.content for i in await lg.query("sleeps", k=10, ctx=Ctx())
     ]
+
+
+def test_the_core_bridge_imports_without_the_langgraph_extra() -> None:
+    # A fresh interpreter where langgraph and langchain (v1) cannot be imported.
+    code = """
+import importlib.abc, sys
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("langgraph", "langchain"):
+            raise ImportError(f"No module named {name!r}")
+        return None
+sys.meta_path.insert(0, Missing())
+import agentkit_langchain
+from agentkit_langchain import AgentkitRetriever, LangChainMemory
+from agentkit_langchain import *
+for name in ("LangGraphStoreMemory", "AgentkitMemoryMiddleware"):
+    try:
+        getattr(agentkit_langchain, name)
+    except ImportError as exc:
+        assert "agentkit-langchain[langgraph]" in str(exc), exc
+    else:
+        raise AssertionError(name + " imported without langgraph")
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
