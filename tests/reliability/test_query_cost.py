@@ -124,3 +124,23 @@ async def test_reads_running_at_close_finish_first(tmp_path: Path) -> None:
     slow.release.set()
     await asyncio.wait_for(closing, HANG)
     assert len(await stuck) == 3
+
+
+async def test_one_tenant_flooding_the_readers_leaves_one_for_another(tmp_path: Path) -> None:
+    """Many slow queries from one tenant at once never take every reader."""
+    store = await filled(tmp_path / "store.db")
+    slow = SlowFilter()
+    flood = [
+        asyncio.create_task(store.lexical_search("alpha", k=3, scope=ACME, where={"tag": slow}))
+        for _ in range(12)
+    ]
+    try:
+        assert await asyncio.to_thread(slow.entered.wait, HANG), "the flood never ran"
+        quick = await asyncio.wait_for(store.lexical_search("beta", k=3, scope=GLOBEX), HANG)
+        assert not any(task.done() for task in flood), "the other tenant waited for the flood"
+        assert len(quick) == 3 and all(c.id.startswith("g") for _, c in quick)
+    finally:
+        slow.release.set()
+        answers = await asyncio.wait_for(asyncio.gather(*flood), HANG)
+        await store.close()
+    assert all(len(hits) == 3 for hits in answers)

@@ -7,8 +7,9 @@ per-scope matrix cached in memory.
 
 Threading: writes run on one dedicated thread that owns the writing connection; reads
 run on a small pool of threads, each read on a connection of its own inside one read
-transaction (WAL lets them proceed while a write is under way), so one tenant's slow
-query does not hold up another's, and the event loop never blocks. The store embeds on
+transaction (WAL lets them proceed while a write is under way). The pool serves scopes
+in turn and never gives one scope every thread, so one tenant's slow queries do not
+hold up another's. The event loop never blocks. The store embeds on
 the event loop's side (the embedder offloads itself).
 
 Freshness: triggers bump a per-scope generation (and a file-wide one) in the same
@@ -49,6 +50,7 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.vector._fair_pool import FairPool
 from agentkit.vector.port import MAX_QUERY_TERMS, Chunk, Embedder, check_chunks, matches_where
 
 _T = TypeVar("_T")
@@ -300,8 +302,9 @@ class SQLiteVectorStore:
         self._create = create and not read_only
         self._read_only = read_only
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentkit-sqlite")
-        self._read_pool = ThreadPoolExecutor(
-            max_workers=readers, thread_name_prefix="agentkit-sqlite-read"
+        # One scope may hold all readers but one, so another tenant always finds one.
+        self._read_pool = FairPool(
+            readers, per_key=max(1, readers - 1), name="agentkit-sqlite-read"
         )
         self._conn: sqlite3.Connection | None = None
         self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
@@ -349,7 +352,7 @@ class SQLiteVectorStore:
         self._closed = True
         await asyncio.wrap_future(self._pool.submit(self._close_sync))
         self._pool.shutdown(wait=False)
-        await asyncio.to_thread(self._read_pool.shutdown, True)
+        await asyncio.to_thread(self._read_pool.shutdown)
         for conn in self._readers:
             conn.close()
         self._readers.clear()
@@ -365,11 +368,17 @@ class SQLiteVectorStore:
     ) -> None:
         await self.close()
 
-    async def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run ``fn(conn, *args)`` on a reader thread, inside one read transaction."""
+    async def _read(
+        self, bucket: tuple[str, str] | None, fn: Callable[..., _T], *args: Any
+    ) -> _T:
+        """Run ``fn(conn, *args)`` on a reader thread, inside one read transaction.
+
+        Readers are shared out by ``bucket`` in turn (see FairPool), so a tenant with
+        many queries in flight delays its own, not everyone's.
+        """
         await self.open()
         try:
-            future = self._read_pool.submit(self._in_snapshot, fn, *args)
+            future = self._read_pool.submit(bucket, self._in_snapshot, fn, *args)
         except RuntimeError:  # the pool was shut down by a concurrent close()
             raise StoreError(f"store {str(self.path)!r} is closed") from None
         return await asyncio.wrap_future(future)
@@ -399,7 +408,7 @@ class SQLiteVectorStore:
         embedder = self._need_embedder("upsert")
         # Later copies of one id win, as if the batch were applied in order.
         latest = {chunk.id: (chunk, meta) for chunk, meta in rows}
-        stored = await self._read(_stored, bucket, list(latest))
+        stored = await self._read(bucket, _stored, bucket, list(latest))
         todo = [c.text for c, _ in latest.values() if stored.get(c.id, (None,))[0] != c.text]
         fresh = await embedder.embed(todo) if todo else None
         if fresh is not None:
@@ -436,7 +445,7 @@ class SQLiteVectorStore:
         flt = check_where(where)
         embedder = self._need_embedder("search")
         vector = np.asarray(await embedder.embed([query]), dtype=np.float32).reshape(-1)
-        return await self._read(self._search_sync, bucket, vector, k, flt)
+        return await self._read(bucket, self._search_sync, bucket, vector, k, flt)
 
     async def lexical_search(
         self,
@@ -457,7 +466,7 @@ class SQLiteVectorStore:
         tokens = query_tokens(query)
         if not tokens:
             return []
-        return await self._read(self._lexical_sync, bucket, tokens, k, flt)
+        return await self._read(bucket, self._lexical_sync, bucket, tokens, k, flt)
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         """Remove ``ids`` from the scope's bucket; unknown ids are ignored."""
@@ -472,12 +481,12 @@ class SQLiteVectorStore:
         wanted = check_ids(ids)
         if not wanted:
             return []
-        return await self._read(_get, bucket, wanted)
+        return await self._read(bucket, _get, bucket, wanted)
 
     async def count(self, *, scope: Scope | None = None) -> int:
         """Chunks in one scope's bucket, or in the whole file when ``scope`` is None."""
         bucket = None if scope is None else _bucket(scope)
-        return await self._read(_count, bucket)
+        return await self._read(bucket, _count, bucket)
 
     def _need_embedder(self, op: str) -> Embedder:
         if self.embedder is None:
