@@ -377,3 +377,26 @@ print("ok")
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+async def test_an_async_store_is_used_through_its_async_api() -> None:
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    async with AsyncSqliteStore.from_conn_string(":memory:") as store:
+        await store.setup()
+        mem = LangGraphStoreMemory(store, ("m",))
+        acme = Ctx(Scope("acme", "support"))
+        await mem.write([MemoryItem("hello from acme", "x", None, {"t": 1})], ctx=acme)
+        (item,) = await mem.query("hello", k=3, ctx=acme)
+        assert (item.content, dict(item.metadata)) == (
+            "hello from acme",
+            {
+                "t": 1,
+                NAMESPACE_KEY: ("m",),
+            },
+        )
+        assert await mem.query("hello", k=3, ctx=Ctx()) == []
+        await mem.write(
+            [MemoryItem("hello again", item.source, None, item.metadata, id=item.id)], ctx=acme
+        )
+        assert [i.content for i in await mem.query("hello", k=3, ctx=acme)] == ["hello again"]
