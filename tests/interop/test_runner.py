@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import multiprocessing
+import random
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -239,6 +241,38 @@ def test_ctrl_c_while_waiting_cancels_the_task(sigint_raises: None) -> None:
         presser.join()
     assert slow.cancelled and slow.cleaned_up
     assert run_sync(_pending_on_background_loop) == set()
+
+
+def test_ctrl_c_at_any_moment_leaves_no_task_running(sigint_raises: None) -> None:
+    """Wherever the interrupt lands (before, during or right after submission), the
+    query is either never started or cancelled and unwound before the caller resumes."""
+    main = threading.main_thread().ident
+    assert main is not None
+    rng = random.Random(11)
+    started = 0
+    for _ in range(80):
+        slow = Slow()
+        go = threading.Event()
+        delay = rng.uniform(0, 0.001)
+
+        def press_ctrl_c(go: threading.Event = go, delay: float = delay) -> None:
+            go.wait()
+            time.sleep(delay)
+            signal.pthread_kill(main, signal.SIGINT)
+
+        presser = threading.Thread(target=press_ctrl_c)
+        presser.start()
+        try:
+            go.set()
+            run_sync(slow.query)
+        except KeyboardInterrupt:
+            pass
+        presser.join()
+        if slow.started.is_set():
+            started += 1
+            assert slow.cancelled and slow.cleaned_up
+        assert run_sync(_pending_on_background_loop) == set()
+    assert started > 0  # the interrupt did land inside running queries
 
 
 # --- fork ---

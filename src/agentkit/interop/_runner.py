@@ -31,6 +31,7 @@ import inspect
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
@@ -42,6 +43,8 @@ T = TypeVar("T")
 
 # Threads start lazily, so a wide pool costs nothing until a fan-out needs it.
 _POOL_WORKERS = 64
+# How long a main-thread caller may miss a Ctrl-C (see _Call._result).
+_SIGNAL_SLICE = 0.1
 
 
 class _State:
@@ -96,7 +99,7 @@ def _background() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
 class _Call(Generic[T]):
     """One coroutine on the background loop, and the future its caller blocks on."""
 
-    __slots__ = ("context", "coro", "done", "finished", "loop", "task")
+    __slots__ = ("abandoned", "context", "coro", "done", "finished", "loop", "task")
 
     def __init__(
         self,
@@ -109,11 +112,13 @@ class _Call(Generic[T]):
         self.loop = loop
         self.done: concurrent.futures.Future[T] = concurrent.futures.Future()
         self.task: asyncio.Task[None] | None = None
-        self.finished: threading.Event | None = None
+        self.finished = threading.Event()
+        self.abandoned = False
 
     def start(self) -> None:
         """On the loop: wrap the coroutine in a task running in the caller's context."""
-        self.task = self.loop.create_task(self._drive(), context=self.context)
+        if not self.abandoned:
+            self.task = self.loop.create_task(self._drive(), context=self.context)
 
     async def _drive(self) -> None:
         # Settles ``done`` from inside the task: the caller wakes without waiting one
@@ -132,14 +137,28 @@ class _Call(Generic[T]):
 
     def cancel(self) -> None:
         """On the loop: cancel the task and note when it has finished unwinding."""
-        task, finished = self.task, self.finished
-        assert task is not None and finished is not None  # start() ran first (FIFO)
-        task.add_done_callback(lambda _: finished.set())
+        self.abandoned = True
+        task = self.task
+        if task is None:
+            # The interrupt came before start() was queued: nothing ever ran.
+            self.coro.close()
+            self.finished.set()
+            return
+        task.add_done_callback(self._unwound)
         task.cancel()
 
-    def wait(self, timeout: float | None) -> T:
+    def _unwound(self, task: asyncio.Task[None]) -> None:
+        # A task cancelled before its first step never started the coroutine: close
+        # it, or its "never awaited" warning would fire later from the garbage
+        # collector, where an exception (a second Ctrl-C) is swallowed.
+        self.coro.close()
+        self.finished.set()
+
+    def run(self, timeout: float | None) -> T:
+        """In the caller: submit, then block; an interrupt anywhere in here cancels."""
         try:
-            return self.done.result(timeout)
+            self.loop.call_soon_threadsafe(self.start)
+            return self._result(timeout)
         except concurrent.futures.TimeoutError:
             if self.done.done():
                 raise  # the coroutine's own TimeoutError
@@ -152,11 +171,30 @@ class _Call(Generic[T]):
                 self._abandon()
             raise
 
+    def _result(self, timeout: float | None) -> T:
+        """``done.result(timeout)``, waking now and then when on the main thread.
+
+        CPython runs signal handlers between bytecodes: a Ctrl-C landing just before
+        the thread blocks on a lock is only seen once the lock is released, i.e. when
+        the query is over. Waiting in slices bounds that delay to one slice.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return self.done.result(timeout)  # signals are only delivered to main
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = _SIGNAL_SLICE
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - time.monotonic()))
+            try:
+                return self.done.result(wait)
+            except concurrent.futures.TimeoutError:
+                if self.done.done() or (deadline is not None and time.monotonic() >= deadline):
+                    raise
+
     def _abandon(self) -> None:
         # The caller gave up (timeout, KeyboardInterrupt): the query must not go on
         # running unseen. Cancel it and wait until it has unwound; a second interrupt
         # while waiting stops the wait, not the cancellation.
-        self.finished = threading.Event()
         self.loop.call_soon_threadsafe(self.cancel)
         self.finished.wait()
 
@@ -194,8 +232,7 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]], *, timeout: float | Non
     if not inspect.iscoroutine(coro):
         raise InvalidArgumentType(f"make must return a coroutine, got {type(coro).__name__}")
     call: _Call[T] = _Call(coro, contextvars.copy_context(), loop)
-    loop.call_soon_threadsafe(call.start)
-    return call.wait(limit)
+    return call.run(limit)
 
 
 def blocking_pool() -> concurrent.futures.ThreadPoolExecutor:

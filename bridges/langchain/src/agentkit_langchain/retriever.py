@@ -43,6 +43,11 @@ class AgentkitRetriever(BaseRetriever):
     LangChain retrievers reached through the stack report as child runs of this
     one: the memory runs under a context whose child config carries this run's
     callbacks, the way LangChain's own runnables do it.
+
+    ``invoke`` runs the query once on agentkit's shared background loop
+    (``agentkit.interop.run_sync``) and waits, so it works inside a running loop too;
+    ``ainvoke`` awaits it on the caller's loop. Both hand the memory the caller's Ctx
+    object itself, never a copy.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -193,12 +198,12 @@ class AgentkitRetriever(BaseRetriever):
     ) -> list[Document]:
         query, k, where = self._call(query, k, where)
         ctx = self._ctx(_agentkit_ctx, run_manager.run_id.hex)
-        coro = self.memory.query(query, k=k, ctx=ctx, where=where)
         config = _child_config(run_manager)
         if config is None:
-            items: list[MemoryItem] = await coro
+            items: list[MemoryItem] = await self.memory.query(query, k=k, ctx=ctx, where=where)
         else:
             with set_config_context(config) as context:
+                coro = self.memory.query(query, k=k, ctx=ctx, where=where)
                 items = await asyncio.create_task(coro, context=context)
         return _documents(items, k, self.include_score)
 
