@@ -15,11 +15,12 @@ answer to both:
   default executor (``min(32, cpu + 4)`` threads) would serialise a fan-out of eight
   sync retrievers on a small machine.
 
-Why not anyio's ``BlockingPortal`` or asgiref's ``async_to_sync``: the portal leaves
-the task running when the waiting caller is interrupted and has no fork story;
-asgiref refuses callers inside a running loop (a notebook cell) and runs each call on
-a fresh loop. What they agree on, we keep: calling the blocking entry point from the
-loop's own thread is an error, not a deadlock.
+Why not anyio's ``BlockingPortal`` or asgiref's ``async_to_sync``: ``portal.call``
+leaves the task running when the waiting caller is interrupted, and keeping one portal
+alive for the process (and renewing it after fork) would be ours to do anyway;
+asgiref refuses callers inside a running loop (a notebook cell) and, outside one,
+runs each call on a fresh loop. What they agree on, we keep: calling the blocking
+entry point from the loop's own thread is an error, not a deadlock.
 """
 
 from __future__ import annotations
