@@ -505,6 +505,32 @@ async def test_spans_nest_under_a_llamaindex_run_sync_and_async() -> None:
     assert _our_root_parent() == run.get_span_context().span_id
 
 
+async def test_spans_nest_under_langchain_runs_traced_by_openinference() -> None:
+    """OpenInference's LangChain tracer: our spans sit under the retriever run's span."""
+    from agentkit_langchain import AgentkitRetriever
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=PROVIDER)
+    try:
+        retriever = AgentkitRetriever(memory=await four_sources(), scope=TENANT)
+        for call in (lambda: asyncio.to_thread(retriever.invoke, "Paris"),
+                     lambda: retriever.ainvoke("Paris")):
+            EXPORTER.clear()
+            assert await call()
+            by_id = {s.context.span_id: s for s in finished()}
+            run = by_id[_our_root_parent()]  # type: ignore[index]
+            assert run.name == "AgentkitRetriever"
+            assert len(memory_spans()) == 5
+    finally:
+        instrumentor.uninstrument()
+
+    # Uninstrumented again: nothing is looked up, the memory's spans are roots.
+    EXPORTER.clear()
+    await retriever.ainvoke("Paris")
+    assert _our_root_parent() is None
+
+
 async def test_spans_nest_under_llamaindex_runs_traced_by_openinference() -> None:
     """The LlamaIndex instrumentation users run: its retrieve spans are our parents."""
     from agentkit_llamaindex import AgentkitRetriever

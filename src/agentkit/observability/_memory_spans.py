@@ -34,7 +34,9 @@ the wrapper calls straight through. Attributes are built only for recording span
 Spans go through the global tracer provider and the current OTel context, a contextvar,
 so they nest under whatever span the caller has open (a LangChain or LlamaIndex run
 traced through OpenTelemetry) and composite members, which run as tasks with a copy of
-that context, nest under the composite's span.
+that context, nest under the composite's span. OpenInference's LangChain tracer keeps its
+run spans out of the context, so that one is asked for the run's span (see
+``_framework_parent``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import functools
 import inspect
 import json
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextvars import ContextVar
@@ -182,8 +185,8 @@ def _wrap(
     kind = SpanKind.CLIENT if kind_name == "client" else SpanKind.INTERNAL
     attach, detach = otel_context.attach, otel_context.detach
     in_context = otel_trace.set_span_in_context
-    describe = _DESCRIBE[operation]
-    conclude = _CONCLUDE[operation]
+    is_search = operation == SEARCH
+    is_upsert = operation == UPSERT
     default = source_type
 
     @functools.wraps(fn)
@@ -191,10 +194,26 @@ def _wrap(
         reached = _REACHED.get()
         if reached is not None:
             reached[0] = True
+        # Everything known up front goes in at start: one dict, no per-key locking.
+        attributes: dict[str, Any] = {
+            OPERATION_NAME: operation,
+            STORE_ID: str(getattr(self, "name", default)),
+            SOURCE_TYPE: source_type,
+        }
+        counted = False
+        if is_search:
+            k = kwargs.get("k")
+            if type(k) is int:
+                attributes[TOP_K] = k
+        elif is_upsert:
+            _count_items(attributes, args, kwargs)
+        else:
+            counted = _count_targets(attributes, args, kwargs)
         span = tracer.start_span(
             operation,
+            context=_framework_parent() if sys.modules.get(_OI_LANGCHAIN) else None,
             kind=kind,
-            attributes={OPERATION_NAME: operation, STORE_ID: str(getattr(self, "name", default))},
+            attributes=attributes,
             record_exception=False,
             set_status_on_exception=False,
         )
@@ -215,8 +234,12 @@ def _wrap(
         reached_token = None
         mine: list[bool] | None = None
         try:
-            span.set_attribute(SOURCE_TYPE, source_type)
-            known = describe(span, self, args, kwargs)
+            if is_upsert:
+                _describe_write(span, self, args, kwargs)
+            elif is_search and _capture:
+                query = args[0] if args else kwargs.get("query")
+                if isinstance(query, str):
+                    span.set_attribute(QUERY_TEXT, query)
             if member_timeout is not None:
                 limit = getattr(self, member_timeout, None)
                 if isinstance(limit, (int, float)) and limit > 0:
@@ -224,7 +247,7 @@ def _wrap(
                     if inherited is not None:
                         deadline = min(deadline, inherited)
                     deadline_token = _DEADLINE.set(deadline)
-            if cache and operation == SEARCH and _is_traced(getattr(self, "inner", None)):
+            if cache and is_search and _is_traced(getattr(self, "inner", None)):
                 mine = [False]
                 reached_token = _REACHED.set(mine)
             result = await fn(self, *args, **kwargs)
@@ -232,9 +255,11 @@ def _wrap(
             _fail(span, exc, inherited)
             raise
         else:
-            conclude(span, result, known)
-            if mine is not None:
-                span.set_attribute(CACHE_HIT, not mine[0])
+            if is_search:
+                _conclude_search(span, result, mine)
+            elif not is_upsert and not counted and type(result) is int:
+                # forget(where) names no ids; the count it returns is what it covered.
+                span.set_attribute(RECORD_COUNT, result)
             return result
         finally:
             if reached_token is not None:
@@ -248,6 +273,30 @@ def _wrap(
     return traced
 
 
+_OI_LANGCHAIN = "openinference.instrumentation.langchain"
+
+
+def _framework_parent() -> Any:
+    """The LangChain run's span, when OpenInference traces LangChain and nothing is current.
+
+    OpenInference's LangChain tracer never makes its run spans current (a callback that
+    errors would leave the context attached for good), so a memory called inside a
+    retriever run would otherwise start a trace of its own. Its public
+    ``get_current_span`` finds the run's span from LangChain's child config, which the
+    bridges pass down to the memory.
+    """
+    if otel_trace.get_current_span().get_span_context().is_valid:
+        return None
+    module = sys.modules.get(_OI_LANGCHAIN)
+    try:
+        if not module.LangChainInstrumentor().is_instrumented_by_opentelemetry:  # type: ignore[union-attr]
+            return None
+        span = module.get_current_span()  # type: ignore[union-attr]
+    except Exception:
+        return None
+    return None if span is None else otel_trace.set_span_in_context(span)
+
+
 def _is_traced(source: object) -> bool:
     return source is not None and hasattr(getattr(type(source), "query", None), _TRACED)
 
@@ -255,74 +304,42 @@ def _is_traced(source: object) -> bool:
 # --- per operation: attributes from the arguments, then from the result ---------------
 
 
-def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
-    return args[0] if args else kwargs.get(name)
-
-
-def _describe_search(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
-    k = kw.get("k")
-    if type(k) is int:
-        span.set_attribute(TOP_K, k)
-    if _capture:
-        query = _argument(args, kw, "query")
-        if isinstance(query, str):
-            span.set_attribute(QUERY_TEXT, query)
-    return False
-
-
-def _describe_upsert(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
-    # Only a collection is looked into: an iterator would be used up before the source
-    # saw it, and anything else is the source's to refuse, with its own error.
-    items = _argument(args, kw, "items")
+def _count_items(attributes: dict[str, Any], args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    # Only a list or tuple is looked into: an iterator would be used up before the
+    # source saw it, and anything else is the source's to refuse, with its own error.
+    items = args[0] if args else kw.get("items")
     if isinstance(items, (list, tuple)):
-        span.set_attribute(RECORD_COUNT, len(items))
-        if _capture:
-            _set_records(span, items)
-    span.set_attribute(ACCEPTS_WRITES, _accepts_writes(source))
-    return False
+        attributes[RECORD_COUNT] = len(items)
 
 
-def _describe_delete(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
+def _count_targets(attributes: dict[str, Any], args: tuple[Any, ...], kw: dict[str, Any]) -> bool:
+    """A delete's ids: one (``record.id``) or how many; False when it names none."""
     target = args[0] if args else kw.get("ids")
     if isinstance(target, str):
-        span.set_attribute(RECORD_ID, target)
-        span.set_attribute(RECORD_COUNT, 1)
+        attributes[RECORD_ID] = target
+        attributes[RECORD_COUNT] = 1
         return True
     if isinstance(target, Collection) and not isinstance(target, (bytes, Mapping)):
-        span.set_attribute(RECORD_COUNT, len(target))
+        attributes[RECORD_COUNT] = len(target)
         return True
     return False
 
 
-def _conclude_search(span: Any, result: Any, known: bool) -> None:
+def _describe_write(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    span.set_attribute(ACCEPTS_WRITES, _accepts_writes(source))
+    if _capture:
+        items = args[0] if args else kw.get("items")
+        if isinstance(items, (list, tuple)):
+            _set_records(span, items)
+
+
+def _conclude_search(span: Any, result: Any, reached: list[bool] | None) -> None:
+    if reached is not None:
+        span.set_attribute(CACHE_HIT, not reached[0])
     if isinstance(result, list):
         span.set_attribute(RECORD_COUNT, len(result))
         if _capture:
             _set_records(span, result)
-
-
-def _conclude_upsert(span: Any, result: Any, known: bool) -> None:
-    return None
-
-
-def _conclude_delete(span: Any, result: Any, known: bool) -> None:
-    # forget(where) names no ids; a count it returns is what the operation covered.
-    if not known and type(result) is int:
-        span.set_attribute(RECORD_COUNT, result)
-
-
-_Describe = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], bool]
-_Conclude = Callable[[Any, Any, bool], None]
-_DESCRIBE: dict[str, _Describe] = {
-    SEARCH: _describe_search,
-    UPSERT: _describe_upsert,
-    DELETE: _describe_delete,
-}
-_CONCLUDE: dict[str, _Conclude] = {
-    SEARCH: _conclude_search,
-    UPSERT: _conclude_upsert,
-    DELETE: _conclude_delete,
-}
 
 
 def _accepts_writes(source: Any) -> bool:
