@@ -100,7 +100,7 @@ def _relevance(raw: Any, distance: bool) -> float:
 
 def _returns_distances(store: BasePydanticVectorStore) -> bool:
     """FAISS L2 indexes report squared distances (lower is better) as "similarities"."""
-    if store_can_filter(store) or not hasattr(store, "client"):
+    if not any(cls.__name__ == "FaissVectorStore" for cls in type(store).__mro__):
         return False  # only FAISS does this among the stores we know
     try:
         faiss = importlib.import_module("faiss")
