@@ -79,8 +79,9 @@ def test_qdrant_spelling() -> None:
 
 def test_faiss_and_pgvector_spellings() -> None:
     conds = [Condition("a", "eq", 1), Condition("m", "ne", "1"), Condition("l", "in", ("x",))]
-    assert DIALECTS["faiss"].build(conds) == {
-        "$and": [{"a": {"$eq": 1}}, {"m": {"$neq": "1"}}, {"l": {"$in": ["x"]}}]
+    assert DIALECTS["faiss"].build(conds) == {"a": 1, "m": {"$neq": "1"}, "l": ["x"]}
+    assert DIALECTS["faiss"].build([Condition("a", "eq", 1), Condition("a", "eq", 2)]) == {
+        "$and": [{"a": 1}, {"a": 2}]
     }
     assert DIALECTS["faiss"].fetch_k and not DIALECTS["faiss"].native_upsert
     assert DIALECTS["pgvector"].build([*conds, Condition("not-an-identifier", "eq", 1)]) == {

@@ -172,15 +172,27 @@ def chroma_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
 
 def faiss_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
     """FAISS (langchain-community): its Python-side dict filter, applied after
-    ``fetch_k``. ``$neq`` compares ``metadata.get(key)``, so absent passes."""
-    clauses: list[dict[str, Any]] = []
+    ``fetch_k``. Flat ``{key: value}`` (a list is any-of) is its fastest form, so a key
+    goes under ``$and`` only when it repeats. ``$neq`` compares ``metadata.get(key)``,
+    so absent passes."""
+    flat: dict[str, Any] = {}
+    extra: list[dict[str, Any]] = []
     for cond in conds:
         if cond.key.startswith("$"):
             continue
-        op = {"eq": "$eq", "in": "$in", "ne": "$neq"}[cond.op]
-        value = list(cond.value) if cond.op == "in" else cond.value
-        clauses.append({cond.key: {op: value}})
-    return _and(clauses)
+        if cond.op == "eq":
+            value: Any = cond.value
+        elif cond.op == "in":
+            value = list(cond.value)
+        else:
+            value = {"$neq": cond.value}
+        if cond.key in flat:
+            extra.append({cond.key: value})
+        else:
+            flat[cond.key] = value
+    if not flat:
+        return None
+    return {"$and": [flat, *extra]} if extra else flat
 
 
 def pgvector_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
