@@ -250,6 +250,40 @@ def _chroma_index() -> VectorStoreIndex:
     return VectorStoreIndex(_nodes(), storage_context=storage)
 
 
+def _qdrant_index() -> VectorStoreIndex:
+    from llama_index.core import StorageContext
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    # A sync client only, as a local set-up usually has: no async path in the store.
+    store = QdrantVectorStore(client=QdrantClient(location=":memory:"), collection_name="d")
+    nodes = [
+        TextNode(
+            id_=str(uuid.uuid5(uuid.NAMESPACE_URL, n.node_id)),
+            text=n.get_content(),
+            metadata=dict(n.metadata),
+        )
+        for n in _nodes()
+    ]
+    storage = StorageContext.from_defaults(vector_store=store)
+    return VectorStoreIndex(nodes, storage_context=storage)
+
+
+@pytest.mark.parametrize(
+    "make", [_simple_index, _chroma_index, _qdrant_index], ids=["simple", "chroma", "qdrant"]
+)
+async def test_an_index_retriever_over_a_real_store_pushes_where_and_keeps_k(make: Any) -> None:
+    mem = LlamaIndexMemory(make().as_retriever(similarity_top_k=1), name="docs")
+    items = await mem.query("refund policy", k=3, ctx=Ctx())
+    assert len(items) == 3 and all(type(i.score) is float for i in items)
+    got = await mem.query("refund policy", k=5, ctx=Ctx(), where={"tenant": "globex"})
+    assert sorted(i.content for i in got) == [
+        "globex refund policy is store credit only",
+        "globex ships overnight",
+    ]
+    assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "initech"}) == []
+
+
 # Chroma ignores node_ids in its query: the bridge's re-check still holds them.
 @pytest.mark.parametrize("make", [_simple_index, _chroma_index], ids=["simple", "chroma"])
 async def test_a_retriever_restricted_to_node_ids_is_never_widened(make: Any) -> None:

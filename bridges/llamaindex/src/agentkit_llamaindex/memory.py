@@ -33,7 +33,16 @@ _Make = Callable[[int], BaseRetriever | None]
 
 
 def _native_async(retriever: BaseRetriever) -> bool:
-    """LlamaIndex's default ``_aretrieve`` runs the sync path on the loop; spot it."""
+    """Whether awaiting ``aretrieve`` is safe and non-blocking.
+
+    LlamaIndex's default ``_aretrieve`` runs the sync path on the loop. A
+    VectorIndexRetriever's async path is only as good as its store's: the simple
+    store's ``aquery`` runs the sync search on the loop, and a Qdrant store built
+    with a sync client only (the usual local set-up) has none at all. Its sync path
+    works on every store, so it goes to a worker thread.
+    """
+    if type(retriever) is VectorIndexRetriever:
+        return False
     return type(retriever)._aretrieve is not BaseRetriever._aretrieve
 
 
