@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -30,6 +29,7 @@ from agentkit.observability import (
     TRACING_AVAILABLE,
     content_capture_enabled,
     set_content_capture,
+    set_tracer_provider,
     traced_memory,
 )
 from agentkit.state.context import WorkingContext
@@ -57,26 +57,21 @@ TENANT = Scope("org", "dom")
 EXPORTER = InMemorySpanExporter()
 
 
-def _sdk_provider() -> TracerProvider:
-    current = trace.get_tracer_provider()
-    if not isinstance(current, TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-        current = trace.get_tracer_provider()
-    assert isinstance(current, TracerProvider)
-    return current
-
-
-PROVIDER = _sdk_provider()
+# A provider of the tests' own, handed to agentkit alone: the process-wide one (settable
+# once) stays untouched, so no other test in the run pays for spans.
+PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
-CALLER = trace.get_tracer("tests.caller")
+CALLER = PROVIDER.get_tracer("tests.caller")
 
 
 @pytest.fixture(autouse=True)
 def spans() -> Iterator[InMemorySpanExporter]:
     EXPORTER.clear()
+    set_tracer_provider(PROVIDER)
     set_content_capture(False)
     yield EXPORTER
     set_content_capture(None)
+    set_tracer_provider(None)
     EXPORTER.clear()
 
 
@@ -179,6 +174,17 @@ def test_tracing_is_available_in_the_test_environment() -> None:
     assert hasattr(VectorMemory.query, "__wrapped__")
 
 
+async def test_without_a_provider_of_its_own_agentkit_uses_the_global_one() -> None:
+    set_tracer_provider(None)
+    await scratchpad_memory().query("Paris", k=1, ctx=Ctx(TENANT))
+    assert finished() == []  # went to the process-wide provider, not to ours
+    set_tracer_provider(PROVIDER)
+    await scratchpad_memory().query("Paris", k=1, ctx=Ctx(TENANT))
+    assert len(memory_spans()) == 1
+    with pytest.raises(TypeError):
+        set_tracer_provider("not a provider")
+
+
 async def test_search_and_upsert_spans_follow_the_conventions() -> None:
     memory = await vector_memory()
     [upsert] = memory_spans()
@@ -213,6 +219,20 @@ async def test_every_shipped_source_and_decorator_has_a_span() -> None:
     }
     assert all(s.name == "search_memory" for s in memory_spans())
     assert one("JournalMemory").kind is SpanKind.INTERNAL
+
+
+async def test_a_sampler_that_says_no_records_nothing_and_changes_nothing() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    quiet = TracerProvider(sampler=ALWAYS_OFF)
+    quiet.add_span_processor(SimpleSpanProcessor(EXPORTER))
+    composite = await four_sources()
+    expected = [i.content for i in await composite.query("Paris", k=4, ctx=Ctx(TENANT))]
+    EXPORTER.clear()
+    set_tracer_provider(quiet)
+    got = await composite.query("Paris", k=4, ctx=Ctx(TENANT))
+    assert [i.content for i in got] == expected
+    assert finished() == []
 
 
 # --- structure ----------------------------------------------------------------------

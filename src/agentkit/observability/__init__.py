@@ -13,6 +13,7 @@ from agentkit.observability._memory_spans import (
     TRACING_AVAILABLE,
     content_capture_enabled,
     set_content_capture,
+    set_tracer_provider,
     traced_memory,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "TRACING_AVAILABLE",
     "content_capture_enabled",
     "set_content_capture",
+    "set_tracer_provider",
     "traced_memory",
 ]

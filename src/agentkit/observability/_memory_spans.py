@@ -68,6 +68,7 @@ __all__ = [
     "TRACING_AVAILABLE",
     "content_capture_enabled",
     "set_content_capture",
+    "set_tracer_provider",
     "traced_memory",
 ]
 
@@ -119,6 +120,29 @@ def set_content_capture(enabled: bool | None) -> None:
     if enabled is not None and not isinstance(enabled, bool):
         raise InvalidArgumentType(f"enabled must be a bool or None, got {type(enabled).__name__}")
     _capture = _env_capture() if enabled is None else enabled
+
+
+_TRACER_NAME = "agentkit.memory"
+# The global provider's tracer (a proxy until the application sets one), or an override.
+_tracer: Any = otel_trace.get_tracer(_TRACER_NAME) if TRACING_AVAILABLE else None
+
+
+def set_tracer_provider(provider: Any) -> None:
+    """Send memory spans to ``provider`` instead of the global one; ``None`` undoes it.
+
+    For an application that keeps several providers, and for tests, which can then
+    leave the process-wide provider (settable once) alone.
+    """
+    global _tracer
+    if not TRACING_AVAILABLE:
+        return
+    if provider is not None and not callable(getattr(provider, "get_tracer", None)):
+        raise InvalidArgumentType(
+            f"provider must be an OpenTelemetry TracerProvider or None, "
+            f"got {type(provider).__name__}"
+        )
+    source = otel_trace if provider is None else provider
+    _tracer = source.get_tracer(_TRACER_NAME)
 
 
 def content_capture_enabled() -> bool:
@@ -181,7 +205,6 @@ def _wrap(
     member_timeout: str | None,
     cache: bool,
 ) -> Callable[..., Awaitable[Any]]:
-    tracer = otel_trace.get_tracer("agentkit.memory")
     kind = SpanKind.CLIENT if kind_name == "client" else SpanKind.INTERNAL
     attach, detach = otel_context.attach, otel_context.detach
     in_context = otel_trace.set_span_in_context
@@ -209,7 +232,7 @@ def _wrap(
             _count_items(attributes, args, kwargs)
         else:
             counted = _count_targets(attributes, args, kwargs)
-        span = tracer.start_span(
+        span = _tracer.start_span(
             operation,
             context=_framework_parent() if sys.modules.get(_OI_LANGCHAIN) else None,
             kind=kind,
