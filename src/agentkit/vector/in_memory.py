@@ -359,6 +359,38 @@ class InMemoryVectorStore:
             return await asyncio.to_thread(bucket.search, vector, k, filters)
         return bucket.search(vector, k, filters)
 
+    async def search_by_vector(
+        self,
+        vector: npt.ArrayLike,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """``search`` for a caller that already holds the query's vector (same model)."""
+        k = check_k(k)
+        filters = check_where(where)
+        check_scope(scope)
+        query = _normalised([vector], 1, self.dim, "vector")[0]
+        bucket = self._buckets.get(scope)
+        if bucket is None or bucket.size() == 0:
+            return []
+        if bucket.size() > _THREAD_ROWS:
+            return await asyncio.to_thread(bucket.search, query, k, filters)
+        return bucket.search(query, k, filters)
+
+    async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
+        """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
+        wanted = check_ids(ids)
+        check_scope(scope)
+        bucket = self._buckets.get(scope)
+        if bucket is None or not wanted:
+            return []
+        with bucket.lock:
+            chunks = bucket.snap.chunks
+            found = [chunks[bucket.index[i]] for i in dict.fromkeys(wanted) if i in bucket.index]
+        return [_copy(c) for c in found]
+
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
         """Remove these ids from ``scope``; unknown ids are ignored."""
         wanted = check_ids(ids)

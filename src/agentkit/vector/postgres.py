@@ -503,10 +503,46 @@ class PostgresVectorStore:
         query = check_query(query)
         k = check_k(k)
         flt = check_where(where)
+        check_scope(scope)
+        await self._ready()
+        _, embedder = self._check_vectors("search")
+        vector = (await self._embed(embedder, [query]))[0]
+        return await self._search_vector(vector, k, scope, flt)
+
+    async def search_by_vector(
+        self,
+        vector: npt.ArrayLike,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """``search`` for a caller that already holds the query's vector (same model)."""
+        k = check_k(k)
+        flt = check_where(where)
+        check_scope(scope)
+        await self._ready()
+        self._check_vectors("search_by_vector")
+        try:
+            row = np.array(vector, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentType(f"vector must be a numeric array: {exc}") from exc
+        if row.shape != (self.dim,):
+            raise InvalidArgument(f"vector must have {self.dim} values, got shape {row.shape}")
+        if not np.isfinite(row).all():
+            raise InvalidArgument("vector contains NaN or infinity")
+        return await self._search_vector(row, k, scope, flt)
+
+    async def _search_vector(
+        self,
+        vector: npt.NDArray[np.float32],
+        k: int,
+        scope: Scope,
+        flt: dict[str, Any] | None,
+    ) -> list[tuple[float, Chunk]]:
         org, dom = check_scope(scope)
         pool = await self._ready()
-        info, embedder = self._check_vectors("search")
-        vector = (await self._embed(embedder, [query]))[0]
+        info, _ = self._check_vectors("search")
         clause, params, complete = where_clause(flt)
         if not float(np.dot(vector, vector)) > 0.0:
             # A zero query (empty text under a hashing embedder) has no direction: cosine

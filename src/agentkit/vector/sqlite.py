@@ -447,6 +447,22 @@ class SQLiteVectorStore:
         vector = np.asarray(await embedder.embed([query]), dtype=np.float32).reshape(-1)
         return await self._read(bucket, self._search_sync, bucket, vector, k, flt)
 
+    async def search_by_vector(
+        self,
+        vector: npt.ArrayLike,
+        *,
+        k: int,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[tuple[float, Chunk]]:
+        """``search`` for a caller that already holds the query's vector (same model)."""
+        k = check_k(k)
+        bucket = _bucket(scope)
+        flt = check_where(where)
+        dim = self._need_embedder("search_by_vector").dim
+        query = _unit_vector(vector, dim)
+        return await self._read(bucket, self._search_sync, bucket, query, k, flt)
+
     async def lexical_search(
         self,
         query: str,
@@ -995,6 +1011,20 @@ class SQLiteVectorStore:
                 out.append((-float(rank), Chunk(row[0], row[1], meta)))
                 if len(out) >= k:
                     return
+
+
+def _unit_vector(vector: npt.ArrayLike, dim: int) -> npt.NDArray[np.float32]:
+    """A finite float32 row of width ``dim``, scaled to unit length (zero stays zero)."""
+    try:
+        row = np.array(vector, dtype=np.float32).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentType(f"vector must be a numeric array: {exc}") from exc
+    if row.shape != (dim,):
+        raise InvalidArgument(f"vector must have {dim} values, got shape {row.shape}")
+    if not np.isfinite(row).all():
+        raise InvalidArgument("vector contains NaN or infinity")
+    norm = float(np.linalg.norm(row))
+    return row / norm if norm > 0 else row
 
 
 def _scope_generation(conn: sqlite3.Connection, bucket: tuple[str, str]) -> int:
