@@ -28,6 +28,7 @@ from agentkit.interop import (
     record_stamps,
     refuse_unfiltered,
     run_blocking,
+    scope_conditions,
     store_id,
     strip_stamps,
     where_conditions,
@@ -108,6 +109,11 @@ class LangChainVectorPort:
         # Per bucket, the candidate count a post-filtering store (FAISS) last needed,
         # so a tenant's next query usually takes one pass. Counts only, keyed by scope.
         self._widths: dict[tuple[Any, ...], int] = {}
+        # Whether the dialect can say "the unscoped bucket" (else a first pass without
+        # it would be the same search twice).
+        self._bucket_filter = (
+            self.dialect is not None and self.dialect.build(scope_conditions(Scope())) is not None
+        )
 
     def __repr__(self) -> str:
         name = self.dialect.name if self.dialect is not None else "none"
@@ -138,7 +144,7 @@ class LangChainVectorPort:
 
         async def write() -> None:
             if replace:
-                await self._delete_known(ids, before)
+                await self._delete_known(ids, before, replacing=True)
             await store.aadd_documents(docs, ids=ids)
 
         await finish_or_undo(write(), self._undo(ids, before))
@@ -166,7 +172,7 @@ class LangChainVectorPort:
                 wanted is None or matches_where(hit[2], wanted)
             )
 
-        if is_unscoped(scope) and self.dialect is not None:
+        if is_unscoped(scope) and self._bucket_filter:
             # A store without tenants' records needs no scope filter, and filtering
             # costs Chroma, local Qdrant and InMemoryVectorStore a scan: ask without it
             # first, and with it only when tenants' records crowd this answer.
@@ -360,18 +366,37 @@ class LangChainVectorPort:
             out.append(Document(page_content=doc.page_content, metadata=meta, id=rid))
         return out
 
-    async def _delete_known(self, ids: list[str], found: list[Document] | None) -> None:
-        """Delete the records of ``ids`` that exist (all of ``ids`` when unknown)."""
+    async def _delete_known(
+        self, ids: list[str], found: list[Document] | None, *, replacing: bool = False
+    ) -> None:
+        """Delete the records of ``ids`` that exist.
+
+        With a snapshot, only the ids it found go to the store (FAISS refuses a whole
+        batch over one unknown id). Without one, the batch is tried whole, then id by
+        id, an id the store calls unknown (ValueError/KeyError) being skipped.
+        ``replacing``: clearing ids before an add, where a store that cannot delete
+        may still replace on add; a plain delete on such a store is an error.
+        """
         store = self.vectorstore
-        if found is None:
-            try:
-                await store.adelete(ids=ids)
-            except NotImplementedError:
-                pass  # the store cannot delete; it may still replace on add
+        if found is not None:
+            existing = [doc.id for doc in found if doc.id]
+            if existing:
+                await store.adelete(ids=existing)
             return
-        existing = [doc.id for doc in found if doc.id]
-        if existing:
-            await store.adelete(ids=existing)
+        try:
+            await store.adelete(ids=ids)
+        except NotImplementedError as exc:
+            if replacing:
+                return
+            raise StoreError(f"{type(store).__name__} cannot delete records") from exc
+        except (ValueError, KeyError):
+            if len(ids) == 1:
+                return  # that one id is unknown: nothing to delete
+            for one in ids:
+                try:
+                    await store.adelete(ids=[one])
+                except (ValueError, KeyError):
+                    continue
 
     def _undo(
         self, ids: list[str], before: list[Document] | None

@@ -419,6 +419,20 @@ async def test_a_filter_building_function_receives_the_equality_conditions() -> 
     assert seen[-1] == {"agentkit_org_id": "acme", "agentkit_domain_id": "sales", "lang": "en"}
 
 
+async def test_without_get_by_ids_unknown_ids_are_skipped_one_by_one() -> None:
+    class NoLookup(DictStore):
+        def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+            raise NotImplementedError
+
+    store = NoLookup(_embeddings())
+    port = LangChainVectorPort(store, filter_style="dict")
+    await port.upsert([Chunk(i, f"record {i}") for i in "abc"], scope=ACME.scope)
+    await port.delete(["a", "nope", "c"], scope=ACME.scope)  # the batch alone would raise
+    assert [c.id for _, c in await port.search("record", k=5, scope=ACME.scope)] == ["b"]
+    await port.delete(["nope"], scope=ACME.scope)
+    assert len(store.rows) == 1
+
+
 async def test_reserved_metadata_is_refused_before_writing() -> None:
     store = RecordingStore(_embeddings())
     mem = VectorMemory(LangChainVectorPort(store))
