@@ -476,6 +476,37 @@ def test_delete_methods_the_shipped_classes_define_are_traced() -> None:
                 assert hasattr(fn, "__wrapped__"), f"{cls.__name__}.{method}"
 
 
+async def test_the_bridges_sources_have_spans_too() -> None:
+    """LangChainMemory and LlamaIndexMemory over real framework retrievers, in a composite."""
+    from agentkit_langchain import AgentkitEmbeddings, LangChainMemory
+    from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexMemory
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore as LangChainStore
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    store = LangChainStore(AgentkitEmbeddings(HashingEmbedder()))
+    store.add_documents([Document("Paris is in France", id="p"), Document("salt", id="s")])
+    index = VectorStoreIndex(
+        [TextNode(id_="p", text="Paris is in France"), TextNode(id_="s", text="salt")],
+        embed_model=AgentkitEmbedding(HashingEmbedder()),
+    )
+    composite = CompositeMemory(
+        [
+            LangChainMemory(store.as_retriever(), name="langchain-docs"),
+            LlamaIndexMemory(index.as_retriever(), name="llamaindex-docs"),
+        ]
+    )
+    EXPORTER.clear()
+    assert await composite.query("Paris", k=1, ctx=Ctx(TENANT))
+    top = one("CompositeMemory")
+    members = {s.attributes["agentkit.memory.source.type"]: s for s in children(top)}
+    assert set(members) == {"LangChainMemory", "LlamaIndexMemory"}
+    assert members["LangChainMemory"].attributes["gen_ai.memory.store.id"] == "langchain-docs"
+    assert members["LlamaIndexMemory"].kind is SpanKind.CLIENT
+    assert all(s.attributes["gen_ai.memory.record.count"] == 1 for s in members.values())
+
+
 # --- nesting under the frameworks' runs ---------------------------------------------
 
 

@@ -31,6 +31,7 @@ from agentkit.interop import (
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
 from agentkit_langchain.mapping import from_document
@@ -40,6 +41,7 @@ from agentkit_langchain.mapping import from_document
 _FETCH_K = 20
 
 
+@traced_memory(kind="client")
 class LangChainMemory:
     """Recall from a LangChain retriever, with agentkit's ``k`` and ``where`` honoured.
 

@@ -16,6 +16,7 @@ from agentkit.interop import run_blocking
 from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
 from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, pushdown, query_bundle
@@ -194,6 +195,7 @@ def _cut(
     return [i for i in items if i is not None and keep(i)][:k]
 
 
+@traced_memory(kind="client")
 class LlamaIndexMemory:
     """A LlamaIndex retriever queried as an agentkit MemorySource.
 
