@@ -10,8 +10,11 @@ many rows are already stored.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
+import itertools
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +26,10 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.hashing import HashingEmbedder
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
+from agentkit.vector.stats import ScopeStats, StoreStats, document_key
 
 Matrix = npt.NDArray[np.float32]
 
@@ -61,6 +66,10 @@ class _Bucket:
     version: int = 0
     columns: dict[str, _Column] = field(default_factory=dict)
     columns_version: int = -1
+    # Unix time of the last change (write or delete); 0.0 before the first.
+    written_at: float = 0.0
+    # The live ids in ascending order, valid for one version (scan pages by id).
+    ordered: tuple[int, list[str]] = field(default=(-1, []), repr=False)
 
     def __post_init__(self) -> None:
         self.snap = _Snapshot(np.empty((0, self.dim), dtype=np.float32), [])
@@ -80,6 +89,7 @@ class _Bucket:
         last = {c.id: i for i, c in enumerate(chunks)}
         with self.lock:
             self.version += 1
+            self.written_at = time.time()
             replace = [(self.index[cid], i) for cid, i in last.items() if cid in self.index]
             append = [i for cid, i in last.items() if cid not in self.index]
             if replace:
@@ -106,23 +116,70 @@ class _Bucket:
                     self.index[chunks[i].id] = n + offset
                 snap.chunks.extend(chunks[i] for i in append)
 
-    def remove(self, ids: Sequence[str]) -> None:
-        """Delete by swapping the last live row into the hole: O(1) per id."""
+    def remove(self, ids: Sequence[str]) -> int:
+        """Delete by swapping the last live row into the hole: O(1) per id.
+
+        Returns how many of ``ids`` were present (and are now gone).
+        """
         with self.lock:
-            present = [cid for cid in dict.fromkeys(ids) if cid in self.index]
-            if not present:
-                return
-            self.version += 1
-            snap = self._writable()
-            for cid in present:
-                row = self.index.pop(cid)
-                last = len(snap.chunks) - 1
-                if row != last:
-                    snap.matrix[row] = snap.matrix[last]
-                    moved = snap.chunks[last]
-                    snap.chunks[row] = moved
-                    self.index[moved.id] = row
-                snap.chunks.pop()
+            return self._remove_locked(ids)
+
+    def remove_where(self, where: dict[str, Any]) -> int:
+        """Delete every row matching ``where``, chosen and removed under one lock."""
+        with self.lock:
+            chunks = self.snap.chunks
+            return self._remove_locked(
+                [c.id for c in chunks if matches_where(c.metadata, where)]
+            )
+
+    def clear(self) -> int:
+        """Delete every row; searches in flight keep the snapshot they pinned."""
+        with self.lock:
+            n = len(self.snap.chunks)
+            if n:
+                self.version += 1
+                self.written_at = time.time()
+                self.snap = _Snapshot(np.empty((0, self.dim), dtype=np.float32), [])
+                self.index = {}
+            return n
+
+    def page(self, where: dict[str, Any] | None, after: str | None, limit: int) -> list[Chunk]:
+        """Up to ``limit`` rows matching ``where`` with ids above ``after``, by id."""
+        with self.lock:
+            version, ordered = self.ordered
+            if version != self.version:
+                ordered = sorted(self.index)
+                self.ordered = (self.version, ordered)
+            start = 0 if after is None else bisect.bisect_right(ordered, after)
+            out: list[Chunk] = []
+            chunks = self.snap.chunks
+            for cid in itertools.islice(ordered, start, None):
+                chunk = chunks[self.index[cid]]
+                if where and not matches_where(chunk.metadata, where):
+                    continue
+                out.append(chunk)
+                if len(out) >= limit:
+                    break
+        return [_copy(c) for c in out]
+
+    def _remove_locked(self, ids: Sequence[str]) -> int:
+        """``remove`` with ``lock`` held."""
+        present = [cid for cid in dict.fromkeys(ids) if cid in self.index]
+        if not present:
+            return 0
+        self.version += 1
+        self.written_at = time.time()
+        snap = self._writable()
+        for cid in present:
+            row = self.index.pop(cid)
+            last = len(snap.chunks) - 1
+            if row != last:
+                snap.matrix[row] = snap.matrix[last]
+                moved = snap.chunks[last]
+                snap.chunks[row] = moved
+                self.index[moved.id] = row
+            snap.chunks.pop()
+        return len(present)
 
     def search(
         self, query: Matrix, k: int, where: dict[str, Any] | None
@@ -391,13 +448,80 @@ class InMemoryVectorStore:
             found = [chunks[bucket.index[i]] for i in dict.fromkeys(wanted) if i in bucket.index]
         return [_copy(c) for c in found]
 
-    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
-        """Remove these ids from ``scope``; unknown ids are ignored."""
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> int:
+        """Remove these ids from ``scope``; unknown ids are ignored. Returns how many went."""
         wanted = check_ids(ids)
         check_scope(scope)
         bucket = self._buckets.get(scope)
-        if bucket is not None and wanted:
-            bucket.remove(wanted)
+        if bucket is None or not wanted:
+            return 0
+        return bucket.remove(wanted)
+
+    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
+        """Remove every record of ``scope`` matching ``where`` (search's rule); how many.
+
+        An empty ``where`` is refused: use ``delete_scope`` to empty a scope.
+        """
+        filters = check_forget_where(where)
+        check_scope(scope)
+        bucket = self._buckets.get(scope)
+        if bucket is None:
+            return 0
+        if bucket.size() > _THREAD_ROWS:
+            return await asyncio.to_thread(bucket.remove_where, filters)
+        return bucket.remove_where(filters)
+
+    async def delete_scope(self, *, scope: Scope) -> int:
+        """Remove every record of this one scope; other scopes are untouched. How many."""
+        check_scope(scope)
+        bucket = self._buckets.get(scope)
+        return 0 if bucket is None else bucket.clear()
+
+    async def scan(
+        self,
+        *,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+        after: str | None = None,
+        limit: int = SCAN_LIMIT,
+    ) -> list[Chunk]:
+        """A page of the scope's records by ascending id, ids above ``after`` only.
+
+        Pass the last id of one page as ``after`` to get the next; an empty page ends.
+        """
+        filters, cursor, size = check_scan(where, after, limit)
+        check_scope(scope)
+        bucket = self._buckets.get(scope)
+        if bucket is None:
+            return []
+        if bucket.size() > _THREAD_ROWS:
+            return await asyncio.to_thread(bucket.page, filters, cursor, size)
+        return bucket.page(filters, cursor, size)
+
+    async def stats(self) -> StoreStats:
+        """Records, documents and last change per scope (nothing is on disk)."""
+        from agentkit.vector.sqlite import embedder_name  # the one spelling of a name
+
+        scopes: list[ScopeStats] = []
+        with self._buckets_lock:
+            buckets = list(self._buckets.items())
+        for scope, bucket in buckets:
+            with bucket.lock:
+                chunks = list(bucket.snap.chunks)
+                written = bucket.written_at
+            if not chunks and not written:
+                continue
+            documents = len({document_key(c.id, c.metadata) for c in chunks})
+            scopes.append(ScopeStats(scope, len(chunks), documents, written or None))
+        scopes.sort(key=lambda s: (s.scope.org_id or "", s.scope.domain_id or ""))
+        return StoreStats(
+            kind="memory",
+            location="in-process",
+            embedder=embedder_name(self.embedder),
+            dim=self.dim,
+            bytes_on_disk=None,
+            scopes=scopes,
+        )
 
     async def close(self) -> None:
         """Nothing to release; here so code can treat every store alike."""

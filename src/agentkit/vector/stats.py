@@ -1,0 +1,64 @@
+"""What a store holds, per scope: the answer to ``agentkit-memory stats``.
+
+Every agentkit store reports the same shape (``stats()``), so the command prints one
+table whatever the backend. A *document* is what one ingested source became: chunks
+that share the ``corpus``/``path``/``doc_id`` metadata the CLI's ingest writes are one
+document; a record with none of those keys is a document of its own. The stores
+compute this key in their own query language and it must agree with
+:func:`document_key`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentkit.kernel.ctx import Scope
+
+# The metadata keys that name a record's source document, in key order.
+DOCUMENT_KEYS = ("corpus", "path", "doc_id")
+
+
+def document_key(chunk_id: str, metadata: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The document a record belongs to (see the module docstring)."""
+    if "path" in metadata or "doc_id" in metadata:
+        return ("doc", *(repr(metadata.get(k)) for k in DOCUMENT_KEYS))
+    return ("record", chunk_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeStats:
+    """One scope (tenant bucket): its records (chunks), documents and last write.
+
+    ``last_write`` is in Unix seconds (UTC) and covers writes and deletes made
+    through agentkit; None when the store has no record of one (a file written by a
+    version that did not keep it). A scope whose every record was forgotten stays
+    listed with 0 records while its last write is known.
+    """
+
+    scope: Scope
+    records: int
+    documents: int
+    last_write: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """The whole store: where it is, who wrote its vectors, its size, its scopes.
+
+    ``bytes_on_disk`` is the file plus its WAL for SQLite and the table with its
+    indexes for PostgreSQL; None for a store that keeps nothing on disk.
+    """
+
+    kind: str
+    location: str
+    embedder: str | None
+    dim: int | None
+    bytes_on_disk: int | None
+    scopes: list[ScopeStats] = field(default_factory=list)
+
+
+def scope_of(org: str, domain: str) -> Scope:
+    """The Scope a store's ('', '')-for-unset bucket columns stand for."""
+    return Scope(org or None, domain or None)
