@@ -30,13 +30,14 @@ wrapped source's name), ``agentkit.memory.cache.hit`` on CachedMemory, and
 
 Cost: without ``opentelemetry-api`` the decorator returns the class untouched, so there
 is no wrapper at all. With the API but no SDK, the tracer hands back an invalid span and
-the wrapper calls straight through. Attributes are built only for recording spans.
-Spans go through the global tracer provider and the current OTel context, a contextvar,
-so they nest under whatever span the caller has open (a LangChain or LlamaIndex run
-traced through OpenTelemetry) and composite members, which run as tasks with a copy of
-that context, nest under the composite's span. OpenInference's LangChain tracer keeps its
-run spans out of the context, so that one is asked for the run's span (see
-``_framework_parent``).
+the wrapper calls straight through. What is known before the call goes into the span in
+one dict at its start; results and content are looked at only for a recording span.
+Spans go through the global tracer provider (or :func:`set_tracer_provider`'s) and the
+current OTel context, a contextvar, so they nest under whatever span the caller has
+open (a LangChain or LlamaIndex run traced through OpenTelemetry), and composite
+members, which run as tasks with a copy of that context, nest under the composite's
+span. OpenInference's LangChain tracer keeps its run spans out of the context, so that
+one is asked for the run's span (see ``_framework_parent``).
 """
 
 from __future__ import annotations
