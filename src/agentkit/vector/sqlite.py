@@ -37,6 +37,7 @@ import queue
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -51,7 +52,9 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreEr
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._fair_pool import FairPool
+from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import MAX_QUERY_TERMS, Chunk, Embedder, check_chunks, matches_where
+from agentkit.vector.stats import ScopeStats, StoreStats, scope_of
 
 _T = TypeVar("_T")
 _SCHEMA_VERSION = "1"
@@ -97,6 +100,12 @@ CREATE TABLE IF NOT EXISTS file_generation (
     gen INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO file_generation(id, gen) VALUES (0, 0);
+CREATE TABLE IF NOT EXISTS scope_writes (
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (org, domain)
+) WITHOUT ROWID;
 CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN
     INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
         ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
@@ -383,7 +392,7 @@ class SQLiteVectorStore:
             raise StoreError(f"store {str(self.path)!r} is closed") from None
         return await asyncio.wrap_future(future)
 
-    async def _write(self, fn: Callable[..., None], *args: Any) -> None:
+    async def _write(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run a write; if the caller gives up (cancel, timeout) before COMMIT, roll back.
 
         The worker thread cannot be interrupted, so it is told instead: a write whose
@@ -393,7 +402,7 @@ class SQLiteVectorStore:
         if self._read_only:
             raise StoreError(f"store {str(self.path)!r} was opened read_only; writes are refused")
         await self.open()
-        await run_gated(
+        return await run_gated(
             lambda gate: asyncio.wrap_future(self._pool.submit(fn, *args, gate))
         )
 
@@ -484,12 +493,78 @@ class SQLiteVectorStore:
             return []
         return await self._read(bucket, self._lexical_sync, bucket, tokens, k, flt)
 
-    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
-        """Remove ``ids`` from the scope's bucket; unknown ids are ignored."""
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> int:
+        """Remove ``ids`` from the scope's bucket; unknown ids are ignored. How many went.
+
+        Gone at once from dense and word search, from this store's cache, and from
+        every other connection's next read (the scope's generation moves).
+        """
         bucket = _bucket(scope)
         wanted = check_ids(ids)
-        if wanted:
-            await self._write(self._delete_sync, bucket, wanted)
+        if not wanted:
+            return 0
+        return await self._write(self._delete_sync, bucket, wanted)
+
+    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
+        """Remove the scope's records matching ``where`` (search's rule); how many went.
+
+        The match is decided inside the deleting transaction, so a record changed
+        meanwhile is judged by what it holds when it goes. An empty ``where`` is
+        refused: use ``delete_scope``.
+        """
+        bucket = _bucket(scope)
+        flt = check_forget_where(where)
+
+        def pick(db: sqlite3.Connection) -> list[str]:
+            return [
+                cid
+                for cid, meta in db.execute(
+                    "SELECT id, metadata FROM chunks WHERE org = ? AND domain = ?", bucket
+                )
+                if matches_where(json.loads(meta), flt)
+            ]
+
+        return await self._write(self._remove_sync, bucket, pick)
+
+    async def delete_scope(self, *, scope: Scope) -> int:
+        """Remove every record of this one scope; other scopes untouched. How many went."""
+        bucket = _bucket(scope)
+        return await self._write(self._remove_sync, bucket, lambda db: None)
+
+    async def scan(
+        self,
+        *,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+        after: str | None = None,
+        limit: int = SCAN_LIMIT,
+    ) -> list[Chunk]:
+        """A page of the scope's records by ascending id (SQLite's binary order), ids
+        above ``after`` only. Pass a page's last id as ``after`` for the next page."""
+        bucket = _bucket(scope)
+        flt, cursor, size = check_scan(where, after, limit)
+        return await self._read(bucket, _scan, bucket, flt, cursor, size)
+
+    async def stats(self) -> StoreStats:
+        """Per scope: records, documents, last write; plus embedder and bytes on disk.
+
+        Reads only, so it works on a store opened ``read_only``.
+        """
+        embedder, dim, scopes = await self._read(None, _stats)
+        size = 0
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                size += self.path.with_name(self.path.name + suffix).stat().st_size
+            except FileNotFoundError:
+                continue
+        return StoreStats(
+            kind="sqlite",
+            location=str(self.path),
+            embedder=embedder,
+            dim=dim,
+            bytes_on_disk=size,
+            scopes=scopes,
+        )
 
     async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
         """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
@@ -781,6 +856,7 @@ class SQLiteVectorStore:
                     (*bucket, cid, text, meta, vector.astype(np.float32).tobytes()),
                 ).fetchone()
                 done.append((int(row[0]), cid, meta, vector))
+            _touch(db, bucket)
             after = _scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
@@ -801,17 +877,40 @@ class SQLiteVectorStore:
 
     def _delete_sync(
         self, bucket: tuple[str, str], ids: list[str], gate: CommitGate | None = None
-    ) -> None:
+    ) -> int:
+        return self._remove_sync(bucket, lambda db: ids, gate)
+
+    def _remove_sync(
+        self,
+        bucket: tuple[str, str],
+        pick: Callable[[sqlite3.Connection], list[str] | None],
+        gate: CommitGate | None = None,
+    ) -> int:
+        """Delete the ids ``pick`` chooses (None: the whole scope) in one transaction.
+
+        ``pick`` runs inside the write transaction, so what it chose is exactly what
+        goes. The FTS rows go with them (trigger), and the generation the triggers bump
+        makes every other connection's cache reload the scope. Returns rows removed.
+        """
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
             before = _scope_generation(db, bucket)
-            for part in _parts(ids):
-                marks = ",".join("?" * len(part))
-                db.execute(
-                    f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
-                    (*bucket, *part),
-                )
+            ids = pick(db)
+            removed = 0
+            if ids is None:
+                removed = db.execute(
+                    "DELETE FROM chunks WHERE org = ? AND domain = ?", bucket
+                ).rowcount
+            else:
+                for part in _parts(ids):
+                    marks = ",".join("?" * len(part))
+                    removed += db.execute(
+                        f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
+                        (*bucket, *part),
+                    ).rowcount
+            if removed:
+                _touch(db, bucket)
             after = _scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
@@ -823,10 +922,11 @@ class SQLiteVectorStore:
             raise
 
         def apply(index: _ScopeIndex) -> None:
-            for cid in ids:
+            for cid in list(index.ids) if ids is None else ids:
                 index.remove(cid)
 
         self._patch(bucket, before, after, lambda index: True, apply)
+        return removed
 
     # -- reader-thread side --------------------------------------------------------------
 
@@ -997,7 +1097,7 @@ class SQLiteVectorStore:
                 r[0]: r[1:]
                 for r in conn.execute(
                     f"SELECT rowid, id, text, metadata FROM chunks WHERE rowid IN ({marks}) "
-                    "AND org = ? AND domain = ?",
+                    "AND +org = ? AND +domain = ?",  # "+": look rows up by rowid
                     (*(r[0] for r in part), *bucket),
                 )
             }
@@ -1027,6 +1127,85 @@ def _unit_vector(vector: npt.ArrayLike, dim: int) -> npt.NDArray[np.float32]:
     return row / norm if norm > 0 else row
 
 
+def _touch(conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
+    """Record when the scope last changed, in the changing transaction (for stats)."""
+    conn.execute(
+        "INSERT INTO scope_writes(org, domain, at) VALUES (?, ?, ?) "
+        "ON CONFLICT (org, domain) DO UPDATE SET at = excluded.at",
+        (*bucket, time.time()),
+    )
+
+
+def _scan(
+    conn: sqlite3.Connection,
+    bucket: tuple[str, str],
+    where: dict[str, Any] | None,
+    after: str | None,
+    limit: int,
+) -> list[Chunk]:
+    """Walk the (org, domain, id) index from ``after`` until ``limit`` rows match."""
+    out: list[Chunk] = []
+    rows = conn.execute(
+        "SELECT id, text, metadata FROM chunks WHERE org = ? AND domain = ? AND id > ? "
+        "ORDER BY id",
+        (*bucket, "" if after is None else after),
+    )
+    try:
+        while len(out) < limit:
+            batch = rows.fetchmany(limit if not where else max(limit, 256))
+            for cid, text, meta in batch:
+                metadata = json.loads(meta)
+                if where and not matches_where(metadata, where):
+                    continue
+                out.append(Chunk(cid, text, metadata))
+                if len(out) >= limit:
+                    break
+            if not batch:
+                break
+    finally:
+        rows.close()
+    return out
+
+
+# One document per distinct (corpus, path, doc_id) among records naming a path or a
+# doc_id; every other record is its own. Must agree with stats.document_key.
+_DOCUMENT = (
+    "CASE WHEN json_type(metadata, '$.path') IS NOT NULL "
+    "OR json_type(metadata, '$.doc_id') IS NOT NULL "
+    "THEN json_array(json_extract(metadata, '$.corpus'), json_type(metadata, '$.corpus'), "
+    "json_extract(metadata, '$.path'), json_type(metadata, '$.path'), "
+    "json_extract(metadata, '$.doc_id'), json_type(metadata, '$.doc_id')) "
+    "ELSE 'record:' || id END"
+)
+
+
+def _stats(conn: sqlite3.Connection) -> tuple[str | None, int | None, list[ScopeStats]]:
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    dim = meta.get("dim")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    writes: dict[tuple[str, str], float] = {}
+    if "scope_writes" in tables:
+        writes = {(o, d): float(at) for o, d, at in conn.execute(
+            "SELECT org, domain, at FROM scope_writes"
+        )}
+    scopes: dict[tuple[str, str], ScopeStats] = {}
+    for org, domain, records, documents in conn.execute(
+        f"SELECT org, domain, count(*), count(DISTINCT {_DOCUMENT}) FROM chunks "
+        "GROUP BY org, domain"
+    ):
+        scopes[(org, domain)] = ScopeStats(
+            scope_of(org, domain), int(records), int(documents), writes.get((org, domain))
+        )
+    for (org, domain), at in writes.items():
+        if (org, domain) not in scopes:
+            scopes[(org, domain)] = ScopeStats(scope_of(org, domain), 0, 0, at)
+    return (
+        meta.get("embedder"),
+        None if dim is None else int(dim),
+        [scopes[key] for key in sorted(scopes)],
+    )
+
+
 def _scope_generation(conn: sqlite3.Connection, bucket: tuple[str, str]) -> int:
     row = conn.execute(
         "SELECT gen FROM generations WHERE org = ? AND domain = ?", bucket
@@ -1042,10 +1221,12 @@ def _texts(
     out: dict[int, str] = {}
     for part in _parts(wanted):
         marks = ",".join("?" * len(part))
+        # "+org": without it SQLite may walk the scope's whole (org, domain) index to
+        # find a handful of rowids; with it each row is one rowid lookup.
         for rowid, cid, text in conn.execute(
-            f"SELECT rowid, id, text FROM chunks WHERE org = ? AND domain = ? "
-            f"AND rowid IN ({marks})",
-            (*bucket, *(rowid for rowid, _ in part)),
+            f"SELECT rowid, id, text FROM chunks WHERE rowid IN ({marks}) "
+            "AND +org = ? AND +domain = ?",
+            (*(rowid for rowid, _ in part), *bucket),
         ):
             if ids.get(rowid) == cid:
                 out[rowid] = text

@@ -23,7 +23,8 @@ DOCUMENT_KEYS = ("corpus", "path", "doc_id")
 def document_key(chunk_id: str, metadata: Mapping[str, Any]) -> tuple[Any, ...]:
     """The document a record belongs to (see the module docstring)."""
     if "path" in metadata or "doc_id" in metadata:
-        return ("doc", *(repr(metadata.get(k)) for k in DOCUMENT_KEYS))
+        # A missing key and a stored null are told apart, as the stores' JSON is.
+        return ("doc", *((k in metadata, repr(metadata.get(k))) for k in DOCUMENT_KEYS))
     return ("record", chunk_id)
 
 
