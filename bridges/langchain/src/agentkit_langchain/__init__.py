@@ -6,6 +6,8 @@
 * ``CompressorReranker`` - a LangChain document compressor as a CompositeMemory reranker.
 * ``to_document`` / ``from_document`` - the item mapping (exact round trip).
 * ``AgentkitEmbeddings`` - an agentkit Embedder as LangChain Embeddings (offline).
+* ``AgentkitVectorStore`` - an agentkit store as a LangChain VectorStore (the one-line
+  migration), and ``LangChainEmbedder`` - LangChain Embeddings as an agentkit Embedder.
 * ``LangGraphStoreMemory`` - a LangGraph store namespace as a MemorySource, and
   ``AgentkitMemoryMiddleware`` - agentkit memory in a LangChain v1 agent; both need
   the ``agentkit-langchain[langgraph]`` extra, so they load on first use and stay
@@ -14,6 +16,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from agentkit_langchain.agentkit_vectorstore import AgentkitVectorStore, LangChainEmbedder
 from agentkit_langchain.embeddings import AgentkitEmbeddings
 from agentkit_langchain.mapping import from_document, to_document
 from agentkit_langchain.memory import LangChainMemory
@@ -50,7 +53,9 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AgentkitEmbeddings",
     "AgentkitRetriever",
+    "AgentkitVectorStore",
     "CompressorReranker",
+    "LangChainEmbedder",
     "LangChainMemory",
     "LangChainVectorPort",
     "from_document",

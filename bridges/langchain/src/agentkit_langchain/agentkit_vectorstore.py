@@ -1,0 +1,535 @@
+"""AgentkitVectorStore: agentkit's own stores behind LangChain's ``VectorStore`` interface.
+
+The one-line migration: code written against ``InMemoryVectorStore`` (``from_texts``,
+``add_documents``, ``similarity_search``, ``as_retriever``) keeps working with only the
+class name changed, and its records land in an agentkit store (the durable SQLite file
+by default), where agentkit memory, the CLI and other processes read them.
+
+The opposite direction, a LangChain store under agentkit, is ``LangChainVectorPort``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import uuid
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+from agentkit.interop import run_sync
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.vector import HashingEmbedder
+from agentkit.vector.port import Chunk, Embedder, VectorPort
+from agentkit_langchain.embeddings import AgentkitEmbeddings
+
+__all__ = ["AgentkitVectorStore", "LangChainEmbedder"]
+
+_T = TypeVar("_T")
+# The CLI's default store, so `agentkit-memory query` reads what this class wrote.
+_DEFAULT_PATH = os.path.join(".agentkit", "memory.db")
+_Scored = list[tuple[float, Chunk]]
+
+
+class LangChainEmbedder:
+    """A LangChain ``Embeddings`` as an agentkit ``Embedder`` (unit rows, fixed width).
+
+    ``dim`` is read from one probe embedding unless given. ``model_name`` names the
+    Embeddings class (and its model, when it has one), so a SQLite store written with one
+    model refuses to be reopened with another instead of mixing their vectors.
+    """
+
+    def __init__(self, embeddings: Embeddings, *, dim: int | None = None) -> None:
+        if not isinstance(embeddings, Embeddings):
+            raise InvalidArgumentType(
+                f"embeddings must be a LangChain Embeddings, got {type(embeddings).__name__}"
+            )
+        if dim is None:
+            dim = len(embeddings.embed_query("dimension probe"))
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidArgument(f"dim must be a positive int, got {dim!r}")
+        self.embeddings = embeddings
+        self.dim = dim
+        kind = type(embeddings)
+        name = f"langchain:{kind.__module__}.{kind.__qualname__}"
+        model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+        self.model_name = f"{name}/{model}" if isinstance(model, str) and model else name
+
+    @classmethod
+    async def create(cls, embeddings: Embeddings, *, dim: int | None = None) -> LangChainEmbedder:
+        """The constructor for async callers: the probe embedding is awaited."""
+        if dim is None and isinstance(embeddings, Embeddings):
+            dim = len(await embeddings.aembed_query("dimension probe"))
+        return cls(embeddings, dim=dim)
+
+    def __repr__(self) -> str:
+        return f"LangChainEmbedder({self.embeddings!r}, dim={self.dim})"
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = await self.embeddings.aembed_documents(list(texts))
+        return self._unit(rows, len(texts))
+
+    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """Queries go through ``embed_query``: asymmetric models embed them differently."""
+        row: npt.NDArray[np.float32] = self._unit([await self.embeddings.aembed_query(text)], 1)[0]
+        return row
+
+    def _unit(self, rows: object, n: int) -> npt.NDArray[np.float32]:
+        matrix = np.asarray(rows, dtype=np.float32).reshape(n, -1) if n else np.zeros(
+            (0, self.dim), dtype=np.float32
+        )
+        if matrix.shape != (n, self.dim):
+            raise StoreError(
+                f"{self.model_name} returned vectors of shape {matrix.shape}, "
+                f"expected {(n, self.dim)}"
+            )
+        if not np.isfinite(matrix).all():
+            raise StoreError(f"{self.model_name} returned NaN or infinite values")
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = np.divide(matrix, norms, out=matrix.copy(), where=norms > 0)
+        return unit
+
+
+class AgentkitVectorStore(VectorStore):
+    """A LangChain ``VectorStore`` over any agentkit ``VectorPort``, inside one scope.
+
+    ``AgentkitVectorStore()`` opens the SQLite store at ``path`` (default
+    ``$AGENTKIT_STORE`` or ``.agentkit/memory.db``, the CLI's) with ``embedding`` (any
+    LangChain Embeddings) or, without one, agentkit's offline ``HashingEmbedder``
+    (lexical, not semantic). ``AgentkitVectorStore(store)`` wraps a store you built
+    (in-memory, SQLite, Postgres), which embeds with its own embedder.
+
+    Every call reads and writes the records of ``scope`` only (default: the unscoped
+    bucket); ``bind(scope)`` gives a view of another tenant over the same store. Ids
+    are the documents' own (``Document.id`` or ``ids=``, else a fresh uuid), and adding
+    a known id replaces that record in place. ``filter`` is a dict of metadata
+    equalities (a list value means any of); a keyword this store does not understand
+    is refused rather than silently ignored. Scores are cosine similarities (higher is
+    better); relevance scores are the same, floored at 0.
+
+    Sync methods run the async ones once on agentkit's shared background loop
+    (``agentkit.interop.run_sync``); async code should call the ``a*`` twins. A
+    Postgres store belongs to one event loop, so use it from sync or from async code,
+    not both.
+    """
+
+    def __init__(
+        self,
+        store: VectorPort | None = None,
+        *,
+        embedding: Embeddings | None = None,
+        path: str | Path | None = None,
+        scope: Scope | None = None,
+        dim: int | None = None,
+    ) -> None:
+        if store is not None:
+            if embedding is not None or path is not None or dim is not None:
+                raise InvalidArgument(
+                    "embedding=, path= and dim= build the default SQLite store; a store "
+                    "passed in embeds with its own embedder (wrap LangChain Embeddings in "
+                    "LangChainEmbedder when you build it)"
+                )
+            if not isinstance(store, VectorPort):
+                raise InvalidArgumentType(
+                    f"store must be an agentkit VectorPort, got {type(store).__name__}"
+                )
+            self._store: VectorPort = store
+            self._owned = False
+        else:
+            embedder: Embedder = (
+                HashingEmbedder() if embedding is None else LangChainEmbedder(embedding, dim=dim)
+            )
+            from agentkit.vector.sqlite import SQLiteVectorStore  # only when it is the store
+
+            self._store = SQLiteVectorStore(_default_path(path), embedder=embedder)
+            self._owned = True
+        self._scope = check_scope(Scope() if scope is None else scope)
+
+    def __repr__(self) -> str:
+        return f"AgentkitVectorStore({self._store!r}, scope={self._scope!r})"
+
+    # -- what it wraps -----------------------------------------------------------------
+
+    @property
+    def store(self) -> VectorPort:
+        return self._store
+
+    @property
+    def scope(self) -> Scope:
+        return self._scope
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        embedder = getattr(self._store, "embedder", None)
+        if isinstance(embedder, LangChainEmbedder):
+            return embedder.embeddings
+        return None if embedder is None else AgentkitEmbeddings(embedder)
+
+    def bind(self, scope: Scope) -> AgentkitVectorStore:
+        """The same store seen from ``scope``; this object is left as it was."""
+        twin = copy.copy(self)
+        twin._scope = check_scope(scope)
+        twin._owned = False  # closing a view must not close the store under the original
+        return twin
+
+    def close(self) -> None:
+        """Close the store if this object opened it; a store you passed in stays open."""
+        run_sync(self.aclose)
+
+    async def aclose(self) -> None:
+        close = getattr(self._store, "close", None)
+        if self._owned and close is not None:
+            await close()
+
+    # -- writes ------------------------------------------------------------------------
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings | None = None,
+        metadatas: list[dict[Any, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> AgentkitVectorStore:
+        """A store (built from ``kwargs``: store, path, scope, dim) holding ``texts``."""
+        made = cls(embedding=embedding, **kwargs) if embedding is not None else cls(**kwargs)
+        made.add_texts(texts, metadatas, ids=ids)
+        return made
+
+    @classmethod
+    async def afrom_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings | None = None,
+        metadatas: list[dict[Any, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> AgentkitVectorStore:
+        if embedding is not None and kwargs.get("store") is None and kwargs.get("dim") is None:
+            kwargs["dim"] = (await LangChainEmbedder.create(embedding)).dim
+        made = cls(embedding=embedding, **kwargs) if embedding is not None else cls(**kwargs)
+        await made.aadd_texts(texts, metadatas, ids=ids)
+        return made
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[Any, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        docs = _documents(texts, metadatas)
+        return self._sync(lambda: self.aadd_documents(docs, ids=ids, **kwargs))
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[Any, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        return await self.aadd_documents(_documents(texts, metadatas), ids=ids, **kwargs)
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        return self._sync(lambda: self.aadd_documents(documents, **kwargs))
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Upsert by id: ``ids=`` wins, then ``Document.id``, else a fresh uuid.
+
+        ``batch_size`` (LangChain's indexing API passes it) splits the upsert; each
+        batch is all-or-nothing.
+        """
+        given = kwargs.pop("ids", None)
+        batch_size = kwargs.pop("batch_size", None)
+        _refuse_extra(kwargs, "add_documents")
+        docs = _document_list(documents)
+        ids = _ids_for(docs, given)
+        chunks = [
+            Chunk(i, d.page_content, dict(d.metadata)) for i, d in zip(ids, docs, strict=True)
+        ]
+        step = len(chunks) or 1
+        if batch_size is not None:
+            step = check_k(batch_size)
+        for start in range(0, len(chunks), step):
+            await self._store.upsert(chunks[start : start + step], scope=self._scope)
+        return ids
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        return self._sync(lambda: self.adelete(ids, **kwargs))
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Delete these ids from the scope; unknown ids are ignored.
+
+        ``ids=None`` means "delete everything" to some LangChain stores; here it is
+        refused, so a missing argument can never empty a tenant.
+        """
+        _refuse_extra(kwargs, "delete")
+        if ids is None:
+            raise InvalidArgument(
+                "delete needs the ids to delete; ids=None would delete everything and is "
+                "refused (to forget a whole scope, use the store's delete_scope)"
+            )
+        wanted = check_ids(ids)
+        if wanted:
+            await self._store.delete(wanted, scope=self._scope)
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return self._sync(lambda: self.aget_by_ids(ids))
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The stored documents among ``ids``, in the order asked; missing ids skipped."""
+        get = getattr(self._store, "get", None)
+        if get is None:
+            raise NotImplementedError(f"{type(self._store).__name__} has no get(ids, scope=)")
+        wanted = check_ids(ids)
+        if not wanted:
+            return []
+        chunks: list[Chunk] = await get(wanted, scope=self._scope)
+        return [_document(c) for c in chunks]
+
+    # -- searches ----------------------------------------------------------------------
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        return self._sync(lambda: self.asimilarity_search_with_score(query, k, **kwargs))
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Best first, scored by cosine similarity."""
+        where = _filter(kwargs, "similarity_search")
+        query = check_query(query)
+        k = check_k(k)
+        embedder = getattr(self._store, "embedder", None)
+        if isinstance(embedder, LangChainEmbedder) and hasattr(self._store, "search_by_vector"):
+            hits = await self._by_vector(await embedder.embed_query(query), k, where)
+        else:
+            hits = await self._store.search(query, k=k, scope=self._scope, where=where)
+        return [(_document(c), score) for score, c in hits]
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        return self._sync(lambda: self.asimilarity_search_by_vector(embedding, k, **kwargs))
+
+    async def asimilarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        where = _filter(kwargs, "similarity_search_by_vector")
+        hits = await self._by_vector(embedding, check_k(k), where)
+        return [_document(c) for _, c in hits]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return _relevance
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return self._sync(
+            lambda: self.amax_marginal_relevance_search(query, k, fetch_k, lambda_mult, **kwargs)
+        )
+
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        vector = await self._embed_query(check_query(query))
+        return await self.amax_marginal_relevance_search_by_vector(
+            vector.tolist(), k, fetch_k, lambda_mult, **kwargs
+        )
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return self._sync(
+            lambda: self.amax_marginal_relevance_search_by_vector(
+                embedding, k, fetch_k, lambda_mult, **kwargs
+            )
+        )
+
+    async def amax_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """The ``fetch_k`` nearest, then ``k`` of them picked for relevance and variety.
+
+        The candidates' vectors are their texts embedded again by the store's embedder,
+        which is what the store holds for them (a store refuses a different embedder).
+        """
+        where = _filter(kwargs, "max_marginal_relevance_search")
+        k = check_k(k)
+        fetch_k = check_k(fetch_k)
+        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) or not (
+            0.0 <= lambda_mult <= 1.0
+        ):
+            raise InvalidArgument(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        hits = await self._by_vector(embedding, max(k, fetch_k), where)
+        if not hits:
+            return []
+        vectors = await self._embedder().embed([c.text for _, c in hits])
+        picked = maximal_marginal_relevance(
+            np.asarray(embedding, dtype=np.float32),
+            np.asarray(vectors, dtype=np.float32).tolist(),
+            lambda_mult=lambda_mult,
+            k=k,
+        )
+        return [_document(hits[i][1]) for i in picked]
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _sync(self, make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+        return run_sync(make)
+
+    def _embedder(self) -> Embedder:
+        embedder = getattr(self._store, "embedder", None)
+        if embedder is None:
+            raise StoreError(f"{self._store!r} has no embedder; vector searches need one")
+        if not isinstance(embedder, Embedder):
+            raise StoreError(f"{self._store!r}.embedder is not an agentkit Embedder")
+        return embedder
+
+    async def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
+        embedder = self._embedder()
+        if isinstance(embedder, LangChainEmbedder):
+            return await embedder.embed_query(query)
+        rows = np.asarray(await embedder.embed([query]), dtype=np.float32)
+        row: npt.NDArray[np.float32] = rows[0]
+        return row
+
+    async def _by_vector(
+        self,
+        vector: Sequence[float] | npt.NDArray[np.float32],
+        k: int,
+        where: dict[str, Any] | None,
+    ) -> _Scored:
+        search = getattr(self._store, "search_by_vector", None)
+        if search is None:
+            raise NotImplementedError(
+                f"{type(self._store).__name__} cannot search by vector (no search_by_vector)"
+            )
+        hits: _Scored = await search(vector, k=k, scope=self._scope, where=where)
+        return hits
+
+
+def _default_path(path: str | Path | None) -> str | Path:
+    if path is not None:
+        return path
+    return os.environ.get("AGENTKIT_STORE") or _DEFAULT_PATH
+
+
+def _relevance(similarity: float) -> float:
+    # Orthogonal and opposite both mean "unrelated"; LangChain wants [0, 1].
+    return min(1.0, max(0.0, float(similarity)))
+
+
+def _document(chunk: Chunk) -> Document:
+    return Document(id=chunk.id, page_content=chunk.text, metadata=dict(chunk.metadata))
+
+
+def _refuse_extra(kwargs: Mapping[str, Any], method: str) -> None:
+    if kwargs:
+        names = ", ".join(sorted(kwargs))
+        raise InvalidArgument(f"AgentkitVectorStore.{method} does not take {names}")
+
+
+def _filter(kwargs: dict[str, Any], method: str) -> dict[str, Any] | None:
+    """``filter=`` as an agentkit ``where``; any other keyword is refused."""
+    flt = kwargs.pop("filter", None)
+    _refuse_extra(kwargs, method)
+    if flt is not None and not isinstance(flt, Mapping):
+        raise InvalidArgumentType(
+            "filter must be a dict of metadata values (a list value means any of), "
+            f"got {type(flt).__name__}"
+        )
+    return check_where(flt) or None
+
+
+def _document_list(documents: object) -> list[Document]:
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Iterable):
+        raise InvalidArgumentType(
+            f"documents must be a list of Document, got {type(documents).__name__}"
+        )
+    docs = list(documents)
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise InvalidArgumentType(
+                f"documents[{i}] must be a Document, got {type(doc).__name__}"
+            )
+    return docs
+
+
+def _ids_for(docs: list[Document], given: object) -> list[str]:
+    if given is None:
+        wanted: list[str | None] = [None] * len(docs)
+    else:
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+            raise InvalidArgumentType(f"ids must be a list of str, got {type(given).__name__}")
+        wanted = list(given)
+        if len(wanted) != len(docs):
+            raise InvalidArgument(f"got {len(wanted)} ids for {len(docs)} documents")
+    out: list[str] = []
+    for i, (doc, cid) in enumerate(zip(docs, wanted, strict=True)):
+        chosen = cid if cid is not None else doc.id
+        if chosen is not None and not isinstance(chosen, str):
+            raise InvalidArgumentType(f"ids[{i}] must be a str, got {type(chosen).__name__}")
+        out.append(chosen or uuid.uuid4().hex)
+    return out
+
+
+def _documents(texts: Iterable[str], metadatas: list[dict[Any, Any]] | None) -> list[Document]:
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise InvalidArgumentType(f"texts must be a list of str, got {type(texts).__name__}")
+    items = list(texts)
+    if metadatas is not None and len(metadatas) != len(items):
+        raise InvalidArgument(f"got {len(metadatas)} metadatas for {len(items)} texts")
+    docs: list[Document] = []
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise InvalidArgumentType(f"texts[{i}] must be a str, got {type(text).__name__}")
+        metadata = {} if metadatas is None else metadatas[i]
+        if not isinstance(metadata, Mapping):
+            raise InvalidArgumentType(
+                f"metadatas[{i}] must be a dict, got {type(metadata).__name__}"
+            )
+        docs.append(Document(page_content=text, metadata=dict(metadata)))
+    return docs
