@@ -222,7 +222,7 @@ def _wrap(
         attributes: dict[str, Any] = {
             OPERATION_NAME: operation,
             STORE_ID: str(getattr(self, "name", default)),
-            SOURCE_TYPE: source_type,
+            SOURCE_TYPE: type(self).__qualname__,  # a subclass calling super() says so
         }
         counted = False
         if is_search:
