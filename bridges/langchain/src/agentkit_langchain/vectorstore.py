@@ -62,8 +62,11 @@ class LangChainVectorPort:
     with plain LangChain code: they keep their own ids, so they are read, updated in
     place and deleted by those ids. Searches push scope and ``where`` down in the
     store's own filter dialect, re-check every hit, and widen the fetch when the
-    re-check (or a post-filtering store like FAISS) leaves fewer than ``k``. The
-    stamps never reach the chunks returned.
+    re-check (or a post-filtering store like FAISS) leaves fewer than ``k``; a short
+    filtered answer from Chroma (approximate) is checked by an exact metadata read.
+    An unscoped search first asks without the scope filter, so a store holding no
+    tenants' records is searched exactly as its owner would. The stamps never reach
+    the chunks returned.
 
     ``filter_style`` picks the dialect: ``"auto"`` (by the store's class:
     InMemoryVectorStore, Chroma, QdrantVectorStore, FAISS, PGVector), a dialect name,
