@@ -13,7 +13,7 @@ import psycopg
 from psycopg import sql
 
 from agentkit.kernel.errors import StoreError
-from agentkit.vector._pg_sql import SCHEMA_TABLE
+from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE
 
 SCHEMA_VERSION = 1
 # Any constant works; it only has to be the same in every process touching the schema.
@@ -100,6 +100,17 @@ async def ensure_schema(
                 " embedder text NOT NULL,"
                 " created_at timestamptz NOT NULL DEFAULT now())"
             ).format(sql.Identifier(SCHEMA_TABLE))
+        )
+        # Deletes stamp it (a deleted row keeps no updated_at); stats reads it.
+        await conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} ("
+                " collection text NOT NULL,"
+                " org_id text NOT NULL,"
+                " domain_id text NOT NULL,"
+                " at timestamptz NOT NULL,"
+                " PRIMARY KEY (collection, org_id, domain_id))"
+            ).format(sql.Identifier(WRITES_TABLE))
         )
         found = await (
             await conn.execute(

@@ -18,6 +18,8 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.vector.port import MAX_QUERY_TERMS, check_chunks
 
 SCHEMA_TABLE = "agentkit_schema"
+# When each (collection, scope) last lost records: row updated_at cannot say it.
+WRITES_TABLE = "agentkit_writes"
 _COLLECTION = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 # Words only: letters and digits (no "_", which the text parser splits on anyway).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)

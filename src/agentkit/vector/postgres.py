@@ -31,9 +31,11 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector._pg_schema import SchemaInfo, ensure_schema
 from agentkit.vector._pg_sql import (
     SCHEMA_TABLE,
+    WRITES_TABLE,
     check_collection,
     check_ids,
     check_scope,
@@ -42,6 +44,7 @@ from agentkit.vector._pg_sql import (
     where_clause,
 )
 from agentkit.vector.port import Chunk, Embedder, matches_where
+from agentkit.vector.stats import ScopeStats, StoreStats, scope_of
 
 _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 # Batches at least this large go through COPY into a staging table.
@@ -60,6 +63,14 @@ def embedder_name(embedder: object) -> str:
         return model
     return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
 
+
+# One document per distinct (corpus, path, doc_id) among rows naming a path or a doc_id;
+# every other row is its own. Must agree with agentkit.vector.stats.document_key.
+_DOCUMENT = sql.SQL(
+    "CASE WHEN metadata ? 'path' OR metadata ? 'doc_id' THEN jsonb_build_array("
+    "metadata ? 'corpus', metadata -> 'corpus', metadata ? 'path', metadata -> 'path',"
+    " metadata ? 'doc_id', metadata -> 'doc_id')::text ELSE 'record:' || id END"
+)
 
 # A LIMIT the server accepts (k may be any positive int) and pgvector's ef_search ceiling.
 _MAX_LIMIT = 2**31 - 1
@@ -439,20 +450,161 @@ class PostgresVectorStore:
                 # scan of the scope's rows for a small one; stale ones pick wrong.
                 await cur.execute(sql.SQL("ANALYZE {}").format(self._table))
 
-    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
-        """Remove these ids from the scope's bucket only; unknown ids are ignored."""
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> int:
+        """Remove these ids from the scope's bucket only; unknown ids are ignored.
+
+        Returns how many rows went. The row carries its vector and its ``tsvector``, so
+        dense and word search lose it in the same commit, in every process.
+        """
         org, dom = check_scope(scope)
         wanted = check_ids(ids)
         if not wanted:
-            return
+            return 0
         pool = await self._ready()
-        async with self._connection(pool) as conn:
-            await conn.execute(
-                sql.SQL(
-                    "DELETE FROM {t} WHERE org_id = %s AND domain_id = %s AND id = ANY(%s)"
-                ).format(t=self._table),
-                (org, dom, wanted),
+        async with self._connection(pool) as conn, conn.transaction():
+            return await self._delete_ids(conn, org, dom, wanted)
+
+    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
+        """Remove the scope's rows matching ``where`` (search's rule); how many went.
+
+        The pushed-down containment only narrows the candidates, which are locked and
+        re-checked with matches_where before anything is deleted, so what goes is
+        exactly what a search with this ``where`` would have shown. An empty ``where``
+        is refused: use ``delete_scope``.
+        """
+        org, dom = check_scope(scope)
+        flt = check_forget_where(where)
+        pool = await self._ready()
+        clause, params, _ = where_clause(flt)
+        stmt = sql.SQL(
+            "SELECT id, metadata FROM {t} WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
+            " FOR UPDATE"
+        ).format(t=self._table, w=clause)
+        async with self._connection(pool) as conn, conn.transaction():
+            cur = await conn.execute(stmt, {"org": org, "dom": dom, **params})
+            ids = [i for i, meta in await cur.fetchall() if matches_where(meta, flt)]
+            return await self._delete_ids(conn, org, dom, ids) if ids else 0
+
+    async def delete_scope(self, *, scope: Scope) -> int:
+        """Remove every row of this one scope; other scopes untouched. How many went."""
+        org, dom = check_scope(scope)
+        pool = await self._ready()
+        async with self._connection(pool) as conn, conn.transaction():
+            cur = await conn.execute(
+                sql.SQL("DELETE FROM {t} WHERE org_id = %s AND domain_id = %s").format(
+                    t=self._table
+                ),
+                (org, dom),
             )
+            removed = max(cur.rowcount, 0)
+            if removed:
+                await self._touch(conn, org, dom)
+        return removed
+
+    async def _delete_ids(self, conn: _Conn, org: str, dom: str, ids: list[str]) -> int:
+        cur = await conn.execute(
+            sql.SQL(
+                "DELETE FROM {t} WHERE org_id = %s AND domain_id = %s AND id = ANY(%s)"
+            ).format(t=self._table),
+            (org, dom, ids),
+        )
+        removed = max(cur.rowcount, 0)
+        if removed:
+            await self._touch(conn, org, dom)
+        return removed
+
+    async def _touch(self, conn: _Conn, org: str, dom: str) -> None:
+        """Stamp the scope's last change, in the deleting transaction (for stats)."""
+        await conn.execute(
+            sql.SQL(
+                "INSERT INTO {w} (collection, org_id, domain_id, at) VALUES (%s, %s, %s, now())"
+                " ON CONFLICT (collection, org_id, domain_id) DO UPDATE SET at = EXCLUDED.at"
+            ).format(w=sql.Identifier(WRITES_TABLE)),
+            (self.collection, org, dom),
+        )
+
+    async def scan(
+        self,
+        *,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+        after: str | None = None,
+        limit: int = SCAN_LIMIT,
+    ) -> list[Chunk]:
+        """A page of the scope's rows by ascending id, ids above ``after`` only.
+
+        Ordered as the primary key orders ``id`` (the database's collation), so paging
+        walks the index. Pass a page's last id as ``after`` for the next page.
+        """
+        org, dom = check_scope(scope)
+        flt, cursor, size = check_scan(where, after, limit)
+        pool = await self._ready()
+        clause, params, complete = where_clause(flt)
+        out: list[Chunk] = []
+        fetch = size if complete else max(size, 256)
+        async with self._connection(pool) as conn:
+            while len(out) < size:
+                start = sql.SQL("") if cursor is None else sql.SQL(" AND id > %(after)s")
+                cur = await conn.execute(
+                    sql.SQL(
+                        "SELECT id, text, metadata FROM {t}"
+                        " WHERE org_id = %(org)s AND domain_id = %(dom)s{a}{w}"
+                        " ORDER BY id LIMIT %(limit)s"
+                    ).format(t=self._table, a=start, w=clause),
+                    {"org": org, "dom": dom, "after": cursor, "limit": fetch, **params},
+                )
+                rows = await cur.fetchall()
+                for i, text, meta in rows:
+                    if matches_where(meta, flt):
+                        out.append(Chunk(i, text, meta))
+                        if len(out) >= size:
+                            break
+                if len(rows) < fetch:
+                    break
+                cursor = rows[-1][0]
+        return out
+
+    async def stats(self) -> StoreStats:
+        """Per scope: rows, documents, last write; the registry's embedder; the size of
+        the table with its indexes and TOAST. Reads only."""
+        pool = await self._ready()
+        info = self._schema
+        assert info is not None
+        async with self._connection(pool) as conn:
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT org_id, domain_id, count(*), count(DISTINCT {d}),"
+                    " extract(epoch FROM max(updated_at))::float8"
+                    " FROM {t} GROUP BY org_id, domain_id"
+                ).format(t=self._table, d=_DOCUMENT)
+            )
+            rows = await cur.fetchall()
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT org_id, domain_id, extract(epoch FROM at)::float8 FROM {w}"
+                    " WHERE collection = %s"
+                ).format(w=sql.Identifier(WRITES_TABLE)),
+                (self.collection,),
+            )
+            deletes = {(o, d): float(at) for o, d, at in await cur.fetchall()}
+            cur = await conn.execute("SELECT pg_total_relation_size(%s::regclass)",
+                                     (self.collection,))
+            size = await cur.fetchone()
+        scopes: dict[tuple[str, str], ScopeStats] = {}
+        for org, dom, records, documents, written in rows:
+            last = max(float(written), deletes.get((org, dom), 0.0))
+            scopes[(org, dom)] = ScopeStats(scope_of(org, dom), records, documents, last)
+        for (org, dom), at in deletes.items():
+            if (org, dom) not in scopes:
+                scopes[(org, dom)] = ScopeStats(scope_of(org, dom), 0, 0, at)
+        return StoreStats(
+            kind="postgres",
+            location=f"{_redact(self.url)} (collection {self.collection})",
+            embedder=info.embedder,
+            dim=info.dim,
+            bytes_on_disk=None if size is None else int(size[0]),
+            scopes=[scopes[key] for key in sorted(scopes)],
+        )
 
     async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
         """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
