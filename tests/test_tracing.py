@@ -453,6 +453,9 @@ class NotesApi:
         self.rows.clear()
         return gone
 
+    async def delete_scope(self, *, ctx: Ctx) -> int:
+        return await self.forget({}, ctx=ctx)
+
 
 async def test_delete_and_forget_are_delete_memory_spans() -> None:
     api = NotesApi()
@@ -466,14 +469,28 @@ async def test_delete_and_forget_are_delete_memory_spans() -> None:
     assert forgot.attributes["gen_ai.memory.record.count"] == 1
     assert deleted.kind is SpanKind.CLIENT
 
+    await api.write([MemoryItem("c", "x", id="3")], ctx=Ctx())
+    EXPORTER.clear()
+    await api.delete_scope(ctx=Ctx())
+    outer, inner = sorted(memory_spans(), key=lambda s: s.start_time)
+    assert outer.name == inner.name == "delete_memory"
+    assert outer.attributes["gen_ai.memory.record.count"] == 1
+    assert parent_of(inner) == outer.context.span_id
+
 
 def test_delete_methods_the_shipped_classes_define_are_traced() -> None:
-    # VectorMemory and CachedMemory grow delete/forget: whatever they define is wrapped.
-    for cls in (VectorMemory, CachedMemory, CompositeMemory):
-        for method in ("query", "write", "delete", "forget"):
-            fn = cls.__dict__.get(method)
-            if fn is not None and asyncio.iscoroutinefunction(fn):
-                assert hasattr(fn, "__wrapped__"), f"{cls.__name__}.{method}"
+    # Sources grow delete/forget/delete_where...: whatever they define is wrapped.
+    shipped = (
+        VectorMemory, CachedMemory, CompositeMemory, SequentialMemory, ScopedMemory,
+        ReadOnlyMemory, FileMemory, JournalMemory, ScratchpadMemory, ToolMemory,
+    )
+    for cls in shipped:
+        for method, fn in vars(cls).items():
+            verb = method in ("query", "write", "delete", "forget") or method.startswith(
+                ("delete_", "forget_")
+            )
+            if verb and asyncio.iscoroutinefunction(fn):
+                assert hasattr(fn, "__agentkit_traced__"), f"{cls.__name__}.{method}"
 
 
 async def test_the_bridges_sources_have_spans_too() -> None:

@@ -6,7 +6,8 @@ stability; the memory span came with its PR #140). From it:
 
 * ``gen_ai.operation.name``: ``search_memory`` (``query``), ``upsert_memory``
   (``write``: a write may create or replace, the caller does not choose), and
-  ``delete_memory`` (``delete`` / ``forget``, wrapped whenever a class defines them).
+  ``delete_memory`` (``delete``, ``forget``, ``delete_*``, ``forget_*``, wrapped
+  whenever a class defines them).
 * span name ``{gen_ai.operation.name}``, as the conventions say; which source a span
   belongs to is in ``gen_ai.memory.store.id``, which here is ``MemorySource.name``.
 * span kind CLIENT for sources over a backend, INTERNAL for in-process ones,
@@ -81,8 +82,16 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 SEARCH = "search_memory"
 UPSERT = "upsert_memory"
 DELETE = "delete_memory"
-# Method name -> operation. delete/forget are wrapped only where a class defines them.
-_OPERATIONS = (("query", SEARCH), ("write", UPSERT), ("delete", DELETE), ("forget", DELETE))
+_OPERATIONS = {"query": SEARCH, "write": UPSERT, "delete": DELETE, "forget": DELETE}
+# delete_where, delete_scope, forget_scope...: the forgetting verbs, whatever they target.
+_DELETE_PREFIXES = ("delete_", "forget_")
+
+
+def _operation(method: str) -> str | None:
+    found = _OPERATIONS.get(method)
+    if found is None and method.startswith(_DELETE_PREFIXES):
+        return DELETE
+    return found
 
 OPERATION_NAME = "gen_ai.operation.name"
 STORE_ID = "gen_ai.memory.store.id"
@@ -172,7 +181,11 @@ def traced_memory(
     member_timeout: str | None = None,
     cache: bool = False,
 ) -> type[T] | Callable[[type[T]], type[T]]:
-    """Give every ``query``/``write`` (and ``delete``/``forget``) of ``cls`` its span.
+    """Give every ``query``/``write`` of ``cls`` its span, and every forgetting verb.
+
+    Forgetting verbs are ``delete``, ``forget`` and any ``delete_*``/``forget_*``
+    coroutine method the class defines (``delete_memory``): counted by the ids they are
+    given, else by the number they return.
 
     ``kind``: ``"client"`` for a source over a backend, ``"internal"`` otherwise.
     ``member_timeout`` names the attribute holding the per-member time limit of a
@@ -187,9 +200,9 @@ def traced_memory(
     def apply(target: type[T]) -> type[T]:
         if not TRACING_AVAILABLE:
             return target
-        for method, operation in _OPERATIONS:
-            fn = target.__dict__.get(method)
-            if fn is None or not inspect.iscoroutinefunction(fn) or hasattr(fn, _TRACED):
+        for method, fn in list(vars(target).items()):
+            operation = _operation(method)
+            if operation is None or not inspect.iscoroutinefunction(fn) or hasattr(fn, _TRACED):
                 continue
             wrapped = _wrap(fn, operation, target.__qualname__, kind, member_timeout, cache)
             setattr(target, method, wrapped)
