@@ -11,7 +11,14 @@ from typing import Any
 
 from agentkit.vector.hashing import HashingEmbedder
 from agentkit.vector.in_memory import InMemoryVectorStore
-from agentkit.vector.port import Chunk, Embedder, LexicalPort, VectorPort, matches_where
+from agentkit.vector.port import (
+    Chunk,
+    Embedder,
+    ForgettingPort,
+    LexicalPort,
+    VectorPort,
+    matches_where,
+)
 
 _LAZY = {
     "SQLiteVectorStore": "agentkit.vector.sqlite",
@@ -22,6 +29,7 @@ _LAZY = {
 __all__ = [
     "Chunk",
     "Embedder",
+    "ForgettingPort",
     "HashingEmbedder",
     "InMemoryVectorStore",
     "LexicalPort",

@@ -50,7 +50,33 @@ class VectorPort(Protocol):
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]: ...
 
-    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None: ...
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> int | None:
+        """Remove ``ids`` from the bucket; unknown ids are ignored. Returns how many went
+        (agentkit's stores always know; a port that cannot tell returns None)."""
+        ...
+
+
+@runtime_checkable
+class ForgettingPort(Protocol):
+    """A store that can forget by filter and by scope, and list a scope's records.
+
+    Every agentkit store is one. ``delete_where`` takes search's ``where`` (an empty one
+    is refused: ``delete_scope`` says so by name); ``scan`` pages by ascending id,
+    ``after`` being the last id of the previous page.
+    """
+
+    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int: ...
+
+    async def delete_scope(self, *, scope: Scope) -> int: ...
+
+    async def scan(
+        self,
+        *,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+        after: str | None = None,
+        limit: int = 1000,
+    ) -> list[Chunk]: ...
 
 
 @runtime_checkable
