@@ -439,6 +439,38 @@ class SQLiteVectorStore:
             writes.append((chunk.id, chunk.text, meta, vector))
         await self._write(self._upsert_sync, bucket, writes)
 
+    async def upsert_vectors(
+        self, chunks: Sequence[Chunk], vectors: npt.ArrayLike, *, scope: Scope
+    ) -> None:
+        """``upsert`` with precomputed vectors, one row per chunk: the embedder is skipped.
+
+        For callers holding vectors from this store's own model (an import, a copy
+        between stores). Rows must be finite and ``dim`` wide; they are scaled to unit
+        length here, as the embedder's are. All land or none do.
+        """
+        bucket = _bucket(scope)
+        batch = check_chunks(chunks)
+        rows = [(chunk, _encode_metadata(chunk)) for chunk in batch]
+        dim = self._need_embedder("upsert_vectors").dim
+        try:
+            matrix = np.array(vectors, dtype=np.float32, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentType(f"vectors must be a numeric array: {exc}") from exc
+        if matrix.shape != (len(rows), dim):
+            raise InvalidArgument(
+                f"vectors must have shape ({len(rows)}, {dim}), got {matrix.shape}"
+            )
+        if not np.isfinite(matrix).all():
+            raise InvalidArgument("vectors contain NaN or infinity")
+        if not rows:
+            return
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        np.divide(matrix, norms, out=matrix, where=norms > 0)
+        # Later copies of one id win, as if the batch were applied in order.
+        latest = {chunk.id: (chunk.text, meta, matrix[i]) for i, (chunk, meta) in enumerate(rows)}
+        writes = [(cid, text, meta, row) for cid, (text, meta, row) in latest.items()]
+        await self._write(self._upsert_sync, bucket, writes)
+
     async def search(
         self,
         query: str,
