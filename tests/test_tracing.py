@@ -37,10 +37,13 @@ from agentkit.state.files import InMemoryFiles
 from agentkit.state.journal import MutationJournal
 from agentkit.state.memory import (
     CachedMemory,
+    CompactedMemory,
     CompositeMemory,
     FileMemory,
     JournalMemory,
+    LexicalMemory,
     MemoryItem,
+    PerScopeMemory,
     ReadOnlyMemory,
     ScopedMemory,
     ScratchpadMemory,
@@ -483,6 +486,7 @@ def test_delete_methods_the_shipped_classes_define_are_traced() -> None:
     shipped = (
         VectorMemory, CachedMemory, CompositeMemory, SequentialMemory, ScopedMemory,
         ReadOnlyMemory, FileMemory, JournalMemory, ScratchpadMemory, ToolMemory,
+        LexicalMemory, PerScopeMemory, CompactedMemory,
     )
     for cls in shipped:
         for method, fn in vars(cls).items():
@@ -491,6 +495,7 @@ def test_delete_methods_the_shipped_classes_define_are_traced() -> None:
             )
             if verb and asyncio.iscoroutinefunction(fn):
                 assert hasattr(fn, "__agentkit_traced__"), f"{cls.__name__}.{method}"
+        assert all(hasattr(getattr(cls, m), "__agentkit_traced__") for m in ("query", "write"))
 
 
 async def test_the_bridges_sources_have_spans_too() -> None:
