@@ -118,6 +118,21 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--candidates", type=_positive, default=50, metavar="N",
                        help="hybrid: how deep each half is read before fusion (default 50)")
 
+    imp = sub.add_parser("import", help="copy a LlamaIndex, Chroma or FAISS folder in")
+    _add_globals(imp, top=False)
+    imp.add_argument("source", metavar="SOURCE", help="the folder the other store saved")
+    imp.add_argument("--kind", choices=("llamaindex", "chroma", "faiss"), default=None,
+                     help="what SOURCE holds (default: told by its files)")
+    imp.add_argument("--collection", default=None, metavar="NAME",
+                     help="Chroma: the collection (default: the folder's only one)")
+    imp.add_argument("--trust-pickle", action="store_true",
+                     help="FAISS: load its index.pkl (a pickle runs code: trusted files only)")
+    imp.add_argument("--source-embedder", default=None, metavar="NAME",
+                     help="the model that made SOURCE's vectors (a model name, or hashing); "
+                     "they are reused when it is the store's")
+    imp.add_argument("--batch", type=_positive, default=1000, metavar="N",
+                     help="records read and written per batch (default 1000)")
+
     ev = sub.add_parser("eval", help="nDCG and recall on a BEIR-layout folder")
     _add_globals(ev, top=False)
     ev.add_argument("dir", metavar="DIR")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentkit.cli import _eval, _ingest, _query
+from agentkit.cli import _eval, _import, _ingest, _query
 from agentkit.cli._stores import open_store
 
 
@@ -53,3 +53,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         )
     print(_eval.render(scores, data, args.k, args.recall_at))
     return 0
+
+
+async def cmd_import(args: argparse.Namespace) -> int:
+    return await _import.run(args)

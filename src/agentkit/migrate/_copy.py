@@ -1,0 +1,365 @@
+"""``copy``: records of a foreign store into an agentkit store, checked, verified, idempotent.
+
+Ids, text and metadata are kept exactly. A record whose id the scope already holds with
+the same text and metadata is left alone, so a second run writes nothing. Vectors are
+reused only when the source's embedder is the store's (recorded by the source or
+declared by the caller) and the row has the store's width; everything else is embedded
+with the store's own embedder, and the report says which happened and why.
+
+The source is read on one thread of its own (readers are blocking library calls), and
+page n+1 is read, checked and embedded while page n is being written, so the slowest
+stage sets the pace instead of the sum of all stages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import AgentkitError, InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_scope
+from agentkit.migrate._source import PAGE, Record, Source, canonical_embedder, records_source
+from agentkit.vector.port import Chunk, check_chunks
+
+_EXAMPLES = 5  # ids kept per skip reason, to show the user which ones
+
+
+@dataclass(slots=True)
+class CopyReport:
+    """What one copy did. ``new + updated`` records were written; ``unchanged`` ones were
+    already there as they are; ``skipped`` counts per reason (``examples``: a few ids)."""
+
+    kind: str
+    location: str
+    read: int = 0
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    reused: int = 0
+    embedded: int = 0
+    vectors: str = ""
+    embedder: str = ""
+    verified: bool = False
+    missing: list[str] = field(default_factory=list)
+    missing_count: int = 0
+    held: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def written(self) -> int:
+        return self.new + self.updated
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+    def lines(self) -> list[str]:
+        """The human summary the CLI prints, one fact per line."""
+        out = [
+            f"read {self.read} record(s) from {self.kind} {self.location}",
+            f"wrote {self.written} ({self.new} new, {self.updated} updated), "
+            f"{self.unchanged} unchanged, {self.skipped_total} skipped",
+        ]
+        for reason, n in sorted(self.skipped.items()):
+            shown = ", ".join(repr(i) for i in self.examples.get(reason, []))
+            more = ", ..." if n > len(self.examples.get(reason, [])) else ""
+            out.append(f"  skipped {n}: {reason}" + (f" ({shown}{more})" if shown else ""))
+        out.append(
+            f"vectors: {self.reused} reused, {self.embedded} embedded with {self.embedder!r}"
+            f" - {self.vectors}"
+        )
+        expected = self.new + self.updated + self.unchanged
+        if self.verified:
+            held = "" if self.held is None else f"; the scope holds {self.held} record(s)"
+            out.append(f"verified: the store holds all {expected} imported id(s){held}")
+        else:
+            ids = ", ".join(repr(i) for i in self.missing)
+            out.append(
+                f"VERIFICATION FAILED: {self.missing_count} of {expected} id(s) are not in "
+                f"the store ({ids}{', ...' if self.missing_count > len(self.missing) else ''})"
+            )
+        out.append(f"{self.seconds:.1f}s")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    store: Any
+    name: str
+    dim: int
+    embed: Callable[..., Any]
+    take_vectors: Callable[..., Any] | None
+
+    @classmethod
+    def of(cls, store: Any) -> _Target:
+        from agentkit.vector.sqlite import embedder_name
+
+        embedder = getattr(store, "embedder", None)
+        dim = getattr(embedder, "dim", None)
+        if embedder is None or not isinstance(dim, int):
+            raise InvalidArgument(
+                f"the target store {store!r} has no embedder; open it with one to import"
+            )
+        for needed in ("upsert", "get"):
+            if not callable(getattr(store, needed, None)):
+                raise InvalidArgumentType(
+                    f"the target store {type(store).__name__} has no {needed}(); "
+                    "import needs upsert to write and get to check and verify"
+                )
+        take = getattr(store, "upsert_vectors", None)
+        return cls(store, embedder_name(embedder), dim, embedder.embed,
+                   take if callable(take) else None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    reuse: bool
+    why: str
+
+
+def _plan(source: Source, target: _Target, declared: str | None) -> _Plan:
+    claimed, how = (declared, "declared") if declared is not None else (source.embedder, "recorded")
+    if target.take_vectors is None:
+        return _Plan(False, "the target store takes no precomputed vectors")
+    if claimed is None:
+        note = f" ({source.note})" if source.note else ""
+        return _Plan(False, "the source does not record which model made its vectors"
+                     f"{note}; pass source_embedder / --source-embedder to reuse them "
+                     "if it was the store's")
+    if canonical_embedder(claimed) != target.name:
+        return _Plan(False, f"the source's vectors are from {claimed!r} ({how}), "
+                     "not the store's embedder")
+    return _Plan(True, f"the source's embedder {claimed!r} ({how}) is the store's")
+
+
+@dataclass(slots=True)
+class _Page:
+    chunks: list[Chunk]
+    reused: list[npt.NDArray[np.float32] | None]
+    new: int = 0
+    updated: int = 0
+
+
+async def copy(
+    source: Source | Iterable[Record],
+    store: Any,
+    *,
+    scope: Scope,
+    source_embedder: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    page: int = PAGE,
+) -> CopyReport:
+    """Bring every record of ``source`` into ``store`` under ``scope``; return the report.
+
+    ``source`` is a reader's Source (``read_folder``, ``from_langchain``,
+    ``from_llamaindex``) or any iterable of Records. ``source_embedder`` declares the
+    model that made the source's vectors (a store name, or ``hashing``); they are reused
+    only when it is the store's. ``progress`` is called with each page's record count.
+    The report's ``verified`` says whether the store holds every imported id afterwards.
+    """
+    check_scope(scope)
+    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+        raise InvalidArgument(f"page must be a positive int, got {page!r}")
+    src = source if isinstance(source, Source) else records_source(source, page=page)
+    target = _Target.of(store)
+    if source_embedder is not None:
+        canonical_embedder(source_embedder)  # refuse a malformed name before any work
+    plan = _plan(src, target, source_embedder)
+    report = CopyReport(src.kind, src.location, embedder=target.name, vectors=plan.why)
+    started = time.monotonic()
+    kept: list[str] = []
+    seen: set[str] = set()
+    reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentkit-import")
+    loop = asyncio.get_running_loop()
+    pending: asyncio.Task[None] | None = None
+    try:
+        pages: Iterator[list[Record]] = await loop.run_in_executor(reader, iter, src.pages)
+        while True:
+            records = await loop.run_in_executor(reader, next, pages, None)
+            if records is None:
+                break
+            report.read += len(records)
+            ready = await _prepare(records, target, plan, scope, seen, report)
+            kept.extend(c.id for c in ready.chunks)
+            if pending is not None:
+                await pending
+                pending = None
+            if ready.chunks:
+                pending = asyncio.create_task(_write(ready, target, scope, report))
+            else:
+                _count(ready, report)
+            if progress is not None:
+                progress(len(records))
+        if pending is not None:
+            await pending
+            pending = None
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+        if src.close is not None:
+            await loop.run_in_executor(reader, src.close)
+        reader.shutdown(wait=False)
+    await _verify(kept, target, scope, report)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+async def _prepare(
+    records: list[Record],
+    target: _Target,
+    plan: _Plan,
+    scope: Scope,
+    seen: set[str],
+    report: CopyReport,
+) -> _Page:
+    """Check the page, drop what is already stored as is, and find or make its vectors."""
+    candidates: list[tuple[Chunk, str, Any]] = []
+    for record in records:
+        checked = _screen(record, seen, report)
+        if checked is not None:
+            candidates.append(checked)
+    out = _Page([], [])
+    if not candidates:
+        return out
+    held = {c.id: c for c in await target.store.get([c.id for c, _, _ in candidates],
+                                                      scope=scope)}
+    todo: list[tuple[Chunk, Any]] = []
+    for chunk, form, vector in candidates:
+        old = held.get(chunk.id)
+        if old is None:
+            out.new += 1
+        elif old.text == chunk.text and _json_form(old.metadata) == form:
+            report.unchanged += 1
+            continue
+        else:
+            out.updated += 1
+        todo.append((chunk, vector))
+    out.chunks = [c for c, _ in todo]
+    out.reused = [_usable(v, target.dim) if plan.reuse else None for _, v in todo]
+    return out
+
+
+def _screen(record: Record, seen: set[str], report: CopyReport) -> tuple[Chunk, str, Any] | None:
+    """The record as a Chunk plus its metadata's JSON form, or None (skipped, counted)."""
+    rid = record.id
+    if not isinstance(rid, str) or not rid:
+        return _skip(report, "id is not a non-empty string", repr(rid))
+    if rid in seen:
+        return _skip(report, "duplicate id (the first copy was kept)", rid)
+    seen.add(rid)
+    text = record.text
+    if text is None or (isinstance(text, str) and not text):
+        return _skip(report, "empty text", rid)
+    if not isinstance(text, str):
+        return _skip(report, "text is not a string", rid)
+    meta = record.metadata
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, Mapping) or any(not isinstance(k, str) for k in meta):
+        return _skip(report, "metadata is not a mapping with string keys", rid)
+    try:
+        form = json.dumps(dict(meta), allow_nan=False, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return _skip(report, "metadata is not JSON-serialisable", rid)
+    if "\x00" in text or "\\u0000" in form:
+        return _skip(report, "NUL character in text or metadata", rid)
+    chunk = Chunk(rid, text, dict(meta))
+    try:
+        check_chunks([chunk])
+    except AgentkitError:
+        return _skip(report, "not valid Unicode (lone surrogate)", rid)
+    return chunk, form, record.vector
+
+
+def _skip(report: CopyReport, reason: str, rid: str) -> tuple[Chunk, str, Any] | None:
+    """Count a skipped record under ``reason``; returns None, as ``_screen`` does then."""
+    report.skipped[reason] = report.skipped.get(reason, 0) + 1
+    examples = report.examples.setdefault(reason, [])
+    if len(examples) < _EXAMPLES:
+        examples.append(rid)
+    return None
+
+
+def _json_form(metadata: Mapping[str, Any]) -> str | None:
+    try:
+        return json.dumps(dict(metadata), allow_nan=False, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _usable(vector: Any, dim: int) -> npt.NDArray[np.float32] | None:
+    """The source row as float32 when it can stand in for the store's own (width, finite)."""
+    if vector is None:
+        return None
+    try:
+        row = np.asarray(vector, dtype=np.float32).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+    if row.shape != (dim,) or not np.isfinite(row).all():
+        return None
+    return row
+
+
+async def _write(ready: _Page, target: _Target, scope: Scope, report: CopyReport) -> None:
+    chunks = ready.chunks
+    if target.take_vectors is None:
+        await target.store.upsert(chunks, scope=scope)
+        report.embedded += len(chunks)
+    else:
+        missing = [i for i, row in enumerate(ready.reused) if row is None]
+        matrix = np.empty((len(chunks), target.dim), dtype=np.float32)
+        if missing:
+            fresh = np.asarray(await target.embed([chunks[i].text for i in missing]),
+                               dtype=np.float32)
+            if fresh.shape != (len(missing), target.dim):
+                raise InvalidArgument(
+                    f"the store's embedder returned shape {fresh.shape}, "
+                    f"expected {(len(missing), target.dim)}"
+                )
+            matrix[missing] = fresh
+        for i, row in enumerate(ready.reused):
+            if row is not None:
+                matrix[i] = row
+        await target.take_vectors(chunks, matrix, scope=scope)
+        report.embedded += len(missing)
+        report.reused += len(chunks) - len(missing)
+    _count(ready, report)
+
+
+def _count(ready: _Page, report: CopyReport) -> None:
+    report.new += ready.new
+    report.updated += ready.updated
+
+
+async def _verify(kept: list[str], target: _Target, scope: Scope, report: CopyReport) -> None:
+    """Read every imported id back: the import is verified only if the store has them all."""
+    missing: list[str] = []
+    count = 0
+    for start in range(0, len(kept), PAGE):
+        part = kept[start : start + PAGE]
+        found = {c.id for c in await target.store.get(part, scope=scope)}
+        for cid in part:
+            if cid not in found:
+                count += 1
+                if len(missing) < _EXAMPLES:
+                    missing.append(cid)
+    report.missing, report.missing_count = missing, count
+    report.verified = count == 0
+    counter = getattr(target.store, "count", None)
+    if callable(counter):
+        report.held = int(await counter(scope=scope))
+    if report.reused and report.embedded:
+        report.vectors += (f"; {report.embedded} record(s) had no usable vector "
+                           f"(none, or not {target.dim} finite values)")
