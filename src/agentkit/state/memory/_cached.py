@@ -7,7 +7,7 @@ import dataclasses
 import math
 import numbers
 import time
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, ScopeVi
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_answer, _check_member
+from agentkit.state.memory._forgetting import forgets, forward_delete, forward_forget
 from agentkit.state.memory._frozen import FrozenDict
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
@@ -41,7 +42,8 @@ class CachedMemory:
     ``strict_scope=True`` refuses a query without a complete scope (ScopeViolation)
     before anything is looked up. Writes go to the wrapped source, then empty the
     cache; a query already in flight when a write lands does not store its (possibly
-    stale) answer. Not thread-safe: one event loop per instance.
+    stale) answer. ``delete`` and ``forget`` do the same, so a forgotten record is
+    never served from here again. Not thread-safe: one event loop per instance.
 
     A cached answer is immune to what callers do with earlier ones. Items are frozen,
     so they are shared as they are, unless their metadata holds a value that can be
@@ -125,6 +127,31 @@ class CachedMemory:
         """Forward, then invalidate (even if the write failed part-way)."""
         try:
             await self.inner.write(items, ctx=ctx)
+        finally:
+            self.clear()
+
+    @property
+    def forgets(self) -> bool:
+        """Whether the wrapped source can delete and forget."""
+        return forgets(self.inner)
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """Forward, then invalidate: no cached answer shows a deleted record again."""
+        try:
+            return await forward_delete(self.inner, self.name, ids, ctx)
+        finally:
+            self.clear()
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """Forward, then invalidate: no cached answer shows a forgotten record again."""
+        try:
+            return await forward_forget(self.inner, self.name, where, ctx, all)
         finally:
             self.clear()
 

@@ -6,7 +6,7 @@ The fan-out machinery it shares with SequentialMemory and the decorators lives i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, get_args
@@ -16,8 +16,9 @@ from agentkit.kernel.errors import (
     CompositeQueryError,
     CompositeWriteError,
     InvalidArgumentType,
+    StoreError,
 )
-from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
+from agentkit.kernel.validate import check_choice, check_ids, check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import (
     _ON_ERROR,
@@ -31,6 +32,7 @@ from agentkit.state.memory._fanout import (
     _Outcome,
     _settle_all,
 )
+from agentkit.state.memory._forgetting import check_forget, forgets
 from agentkit.state.memory._item import MemoryItem, check_items
 from agentkit.state.memory._merge import (
     DedupeMode,
@@ -151,6 +153,77 @@ class CompositeMemory:
                 accepted.append(key)
         if failed:
             raise CompositeWriteError(accepted=accepted, refused=refused, failed=failed)
+
+    @property
+    def forgets(self) -> bool:
+        """True when at least one member can delete and forget."""
+        return any(forgets(source) for source in self.sources)
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """Delete ``ids`` from every member that can forget, at once; the total removed.
+
+        Ids are each backend's own keys, so the ids go to every forgetting member: use
+        ids recalled from these members (``MemoryItem.id``), whose keyspaces agree.
+        See ``forget`` for the per-member counts and what makes it raise.
+        """
+        wanted = check_ids(ids)
+        if not wanted:
+            return 0
+        return await self._forget_all(ctx, "delete", lambda s: s.delete(wanted, ctx=ctx))
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """Forget in every member that can, at once; returns the total removed.
+
+        Each member's own count lands on the timeline as a ``memory.forgot``
+        observation (source, n). Members that store nothing written here (read-only,
+        ``accepts_writes`` False) are skipped. A member that accepts writes but cannot
+        forget still holds what the composite wrote to it, so, like a member that
+        failed, it is reported: once all have settled, CompositeWriteError with
+        ``accepted`` naming the members that did forget.
+        """
+        checked = check_forget(where, all)
+        return await self._forget_all(
+            ctx, "forget", lambda s: s.forget(checked, ctx=ctx, all=all)
+        )
+
+    async def _forget_all(
+        self, ctx: Ctx, op: str, call: Callable[[Any], Awaitable[int]]
+    ) -> int:
+        sources = list(self.sources)
+        keys = _member_keys(sources)
+        chosen = [(k, s) for k, s in zip(keys, sources, strict=True) if forgets(s)]
+        outcomes = await _settle_all(
+            [_guarded(_bind(call, s), self.timeout) for _, s in chosen]
+        ) if chosen else []
+        total = 0
+        accepted: list[str] = []
+        failed: dict[str, BaseException] = {}
+        for (key, _), (ok, value, _elapsed) in zip(chosen, outcomes, strict=True):
+            if ok and (isinstance(value, bool) or not isinstance(value, int)):
+                ok, value = False, InvalidArgumentType(
+                    f"{op} must return how many records went (an int), got "
+                    f"{type(value).__name__}"
+                )
+            if ok:
+                accepted.append(key)
+                total += int(value)
+                ctx.observe("memory.forgot", source=key, n=int(value))
+            else:
+                failed[key] = value
+        for key, source in zip(keys, sources, strict=True):
+            if not forgets(source) and accepts_writes(source):
+                failed[key] = StoreError(
+                    f"{type(source).__name__} cannot {op}: what was written to it stays"
+                )
+        if failed:
+            raise CompositeWriteError(accepted=accepted, failed=failed)
+        return total
 
 
 async def _rank(

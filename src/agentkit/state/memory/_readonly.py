@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -81,7 +81,30 @@ class ReadOnlyMemory:
         on a read-only source will carry items as soon as its input is non-empty,
         and catching it on ``write([])`` finds the bug in the first test run.
         """
-        n = len(list(items))
+        self._refuse(len(list(items)), ctx)
+
+    @property
+    def forgets(self) -> bool:
+        """False: forgetting changes the source, which this guard exists to prevent."""
+        return False
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """Refused like a write (or, under ``"ignore"``, nothing removed: 0)."""
+        self._refuse(len(ids) if isinstance(ids, Sequence) else 0, ctx)
+        return 0
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """Refused like a write (or, under ``"ignore"``, nothing removed: 0)."""
+        self._refuse(0, ctx)
+        return 0
+
+    def _refuse(self, n: int, ctx: Ctx) -> None:
         self.refused_writes += 1
         ctx.observe("memory.write_refused", source=self.name, n=n)
         if self.on_write == "refuse":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_member
+from agentkit.state.memory._forgetting import forgets, forward_delete, forward_forget
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
@@ -63,6 +64,27 @@ class ScopedMemory:
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         await self._guard(ctx)
         await self.inner.write(items, ctx=ctx)
+
+    @property
+    def forgets(self) -> bool:
+        """Whether the wrapped source can delete and forget."""
+        return forgets(self.inner)
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """The tenant check first, then the wrapped source's delete."""
+        await self._guard(ctx)
+        return await forward_delete(self.inner, self.name, ids, ctx)
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """The tenant check first, then the wrapped source's forget."""
+        await self._guard(ctx)
+        return await forward_forget(self.inner, self.name, where, ctx, all)
 
     async def _guard(self, ctx: Ctx) -> None:
         if self.enforce is None:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.dedupe import without_dedupe_stamps
-from agentkit.kernel.errors import InvalidArgumentType
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.errors import InvalidArgumentType, StoreError
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
 from agentkit.observability import traced_memory
+from agentkit.state.memory._forgetting import check_forget
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items, scored_items
 from agentkit.state.memory._stamps import held_by
@@ -28,11 +29,20 @@ class VectorMemory:
     it key by key, so a wired-in filter can be narrowed or overridden per query.
     Chunk ids come back as ``MemoryItem.id`` so a recalled item written back
     updates its row instead of duplicating it.
+
+    Forgetting: ``delete(ids, ctx=...)`` removes those records of ``ctx.scope``;
+    ``forget(where, ctx=...)`` every record of the scope matching ``where`` (merged
+    over the default ``where``, as a query's is); ``forget(all=True, ctx=...)`` the
+    whole scope, or, when a default ``where`` is set, everything this source can see.
+    Each returns how many records went. ``forget`` needs the port's ``delete_where``
+    and ``delete_scope`` (every agentkit store has them).
     """
 
     vector: Any
     where: dict[str, Any] | None = None
     name: str = "vector"
+
+    forgets = True
 
     def __post_init__(self) -> None:
         self.where = check_where(self.where)
@@ -75,6 +85,47 @@ class VectorMemory:
         chunks = [self._chunk(item) for item in batch]
         if chunks:
             await self.vector.upsert(chunks, scope=ctx.scope)
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """Remove these chunk ids (``MemoryItem.id``) from ``ctx.scope``; how many went.
+
+        Unknown ids are ignored. A port that does not report a count (a third-party
+        one returning None) is credited with the distinct ids named.
+        """
+        wanted = check_ids(ids)
+        ctx = check_ctx(ctx)
+        if not wanted:
+            return 0
+        removed = await self.vector.delete(wanted, scope=ctx.scope)
+        return len(dict.fromkeys(wanted)) if removed is None else int(removed)
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """Remove the scope's records matching ``where``, or all of them with ``all=True``.
+
+        A missing or empty ``where`` without ``all=True`` is refused (InvalidArgument),
+        so a filter that went missing never wipes a tenant.
+        """
+        call_where = check_forget(where, all)
+        ctx = check_ctx(ctx)
+        merged = {**(self.where or {}), **(call_where or {})}
+        if merged:
+            return int(await self._port("delete_where")(merged, scope=ctx.scope))
+        return int(await self._port("delete_scope")(scope=ctx.scope))
+
+    def _port(self, method: str) -> Any:
+        fn = getattr(self.vector, method, None)
+        if not callable(fn):
+            raise StoreError(
+                f"memory source {self.name!r}: {type(self.vector).__name__} has no "
+                f"{method}(), so it cannot forget by filter or scope (delete by ids works)"
+            )
+        return fn
 
     def _chunk(self, item: MemoryItem) -> Chunk:
         metadata = without_dedupe_stamps(item.metadata)
