@@ -8,6 +8,7 @@
 * ``AgentkitEmbeddings`` - an agentkit Embedder as LangChain Embeddings (offline).
 * ``AgentkitVectorStore`` - an agentkit store as a LangChain VectorStore (the one-line
   migration), and ``LangChainEmbedder`` - LangChain Embeddings as an agentkit Embedder.
+* ``AgentkitStore`` - an agentkit store as a LangGraph ``BaseStore`` (extra below).
 * ``LangGraphStoreMemory`` - a LangGraph store namespace as a MemorySource, and
   ``AgentkitMemoryMiddleware`` - agentkit memory in a LangChain v1 agent; both need
   the ``agentkit-langchain[langgraph]`` extra, so they load on first use and stay
@@ -26,10 +27,12 @@ from agentkit_langchain.vectorstore import LangChainVectorPort
 
 if TYPE_CHECKING:
     from agentkit_langchain.langgraph_memory import LangGraphStoreMemory as LangGraphStoreMemory
+    from agentkit_langchain.langgraph_store import AgentkitStore as AgentkitStore
     from agentkit_langchain.middleware import AgentkitMemoryMiddleware as AgentkitMemoryMiddleware
 
 _NEEDS_LANGGRAPH = {
     "LangGraphStoreMemory": "agentkit_langchain.langgraph_memory",
+    "AgentkitStore": "agentkit_langchain.langgraph_store",
     "AgentkitMemoryMiddleware": "agentkit_langchain.middleware",
 }
 

@@ -1,0 +1,700 @@
+"""AgentkitStore: an agentkit store as a LangGraph ``BaseStore``.
+
+LangGraph agents keep long-term memory in ``runtime.store``; this puts that memory in
+an agentkit store (in-memory, SQLite or Postgres), inside one tenant's bucket, so the
+same records serve agentkit's own memory stack and a query with words ranks by
+meaning and by words at once.
+
+Each item is one chunk in the scope's bucket. Its id is the JSON of
+``[namespace, key]`` (injective whatever the key holds); its text is what the index
+fields pick out of the value (the dense and the lexical half read the same text); its
+metadata carries the namespace segments (one key per depth, so a prefix is plain
+equality on whole segments), the key, the value as JSON, the timestamps, the expiry
+and whether the item is indexed. An ``index=False`` item has empty text and is kept
+out of both halves by ``where``; it still lists and filters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    ensure_embeddings,
+    validate_op_namespace,
+)
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
+# The CLI's hybrid constant: one fusion, one tuning.
+from agentkit.cli._hybrid import RRF_CONSTANT
+from agentkit.interop import run_sync
+from agentkit.kernel.ctx import Ctx, Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_scope
+from agentkit.state.memory import CompositeMemory, MemoryItem, MemorySource, rrf_rerank
+from agentkit.vector import Chunk, Embedder, HashingEmbedder, InMemoryVectorStore
+from agentkit_langchain.agentkit_vectorstore import LangChainEmbedder
+
+__all__ = ["AgentkitStore"]
+
+_MARK = "lg_item"
+_NS = "lg_ns"
+_DEPTH = "lg_depth"
+_KEY = "lg_key"
+_VALUE = "lg_value"
+_CREATED = "lg_created"
+_UPDATED = "lg_updated"
+_EXPIRES = "lg_expires"
+_TTL = "lg_ttl"
+_INDEXED = "lg_indexed"
+_PAGE = 1000
+# How deep each half is read first; deepened (x4) until the top is provably exact.
+_FIRST_DEPTH = 64
+_RANGE_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
+
+
+def _seg(i: int) -> str:
+    return f"lg_ns_{i}"
+
+
+def _chunk_id(namespace: tuple[str, ...], key: str) -> str:
+    return json.dumps([list(namespace), key], ensure_ascii=False, separators=(",", ":"))
+
+
+def _prefix_where(prefix: Sequence[str], *, indexed: bool | None = None) -> dict[str, Any]:
+    where: dict[str, Any] = {_MARK: True}
+    for i, label in enumerate(prefix):
+        where[_seg(i)] = label
+    if indexed is not None:
+        where[_INDEXED] = indexed
+    return where
+
+
+def _utc(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+def _live(meta: Mapping[str, Any], now: float) -> bool:
+    expires = meta.get(_EXPIRES)
+    return expires is None or float(expires) > now
+
+
+class AgentkitStore(BaseStore):
+    """A LangGraph ``BaseStore`` over an agentkit store, bound to one tenant.
+
+    ``store`` is an ``InMemoryVectorStore``, ``SQLiteVectorStore`` or
+    ``PostgresVectorStore`` (None: a fresh in-memory one). ``scope`` is the tenant
+    every call reads and writes (default the unscoped bucket); ``bind(scope)`` gives
+    the same store for another tenant. ``index`` is LangGraph's ``IndexConfig``:
+    ``fields`` choose the indexed text (default the whole value); ``embed`` only when
+    this class builds the store (``store=None`` or ``from_conn_string``), because a
+    ready store already embeds with its own model and two models in one bucket would
+    ruin ranking.
+
+    Sync methods run the async ones once on agentkit's shared background loop
+    (``agentkit.interop.run_sync``), so they work from threads and beside a running
+    loop. A Postgres store belongs to one event loop: use it from sync code or from
+    async code, not both.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        store: Any = None,
+        *,
+        scope: Scope | None = None,
+        index: IndexConfig | Mapping[str, Any] | None = None,
+    ) -> None:
+        config = _check_index(index)
+        if store is None:
+            store = InMemoryVectorStore(_embedder(config))
+        elif config.get("embed") is not None:
+            raise InvalidArgument(
+                "index['embed'] cannot be applied to a ready store: it embeds with its own "
+                "embedder; build the store with LangChainEmbedder(...) or let AgentkitStore "
+                "build it (store=None or AgentkitStore.from_conn_string)"
+            )
+        for method in ("upsert", "search", "get", "delete", "scan"):
+            if not callable(getattr(store, method, None)):
+                raise InvalidArgumentType(
+                    f"store must be an agentkit store with {method}(), got {type(store).__name__}"
+                )
+        dims = config.get("dims")
+        dim = getattr(store, "dim", None)
+        if dims is not None and isinstance(dim, int) and dims != dim:
+            raise InvalidArgument(f"index['dims'] is {dims} but the store's embedder has {dim}")
+        self.store = store
+        self.index_config = config
+        self._fields: list[str] = list(config.get("fields") or ["$"])
+        self._scope = check_scope(Scope() if scope is None else scope)
+        self._lexical = callable(getattr(store, "lexical_search", None))
+
+    def __repr__(self) -> str:
+        return f"AgentkitStore({self.store!r}, scope={self._scope!r})"
+
+    @property
+    def scope(self) -> Scope:
+        return self._scope
+
+    def bind(self, scope: Scope) -> AgentkitStore:
+        """The same storage seen by another tenant (nothing is copied)."""
+        other = AgentkitStore(self.store, scope=scope, index=_without_embed(self.index_config))
+        other._fields = list(self._fields)
+        return other
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        path_or_url: str,
+        *,
+        scope: Scope | None = None,
+        index: IndexConfig | Mapping[str, Any] | None = None,
+    ) -> Iterator[AgentkitStore]:
+        """Open a store by path or URL, closed on exit (as LangGraph's stores open).
+
+        ``postgresql://``/``postgres://`` opens Postgres, ``":memory:"`` an in-process
+        store, anything else a SQLite file. ``index['embed']`` embeds, else agentkit's
+        offline HashingEmbedder.
+        """
+        store = _open_store(path_or_url, _check_index(index))
+        try:
+            yield cls(store, scope=scope, index=_without_embed(_check_index(index)))
+        finally:
+            run_sync(store.close)
+
+    @classmethod
+    @asynccontextmanager
+    async def afrom_conn_string(
+        cls,
+        path_or_url: str,
+        *,
+        scope: Scope | None = None,
+        index: IndexConfig | Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[AgentkitStore]:
+        """``from_conn_string`` for async code: the store is closed on this loop."""
+        store = _open_store(path_or_url, _check_index(index))
+        try:
+            yield cls(store, scope=scope, index=_without_embed(_check_index(index)))
+        finally:
+            await store.close()
+
+    # -- BaseStore ---------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        batch = list(ops)
+        return run_sync(lambda: self.abatch(batch))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Reads first (they see the store as it was), then the batch's writes.
+
+        That is the order LangGraph's own stores apply a mixed batch in; within the
+        writes the last op on one (namespace, key) wins.
+        """
+        batch = list(ops)
+        for op in batch:
+            _check_op(op)
+        now = time.time()
+        results: list[Result] = [None] * len(batch)
+        reads = [(i, op) for i, op in enumerate(batch) if not isinstance(op, PutOp)]
+        answers = await asyncio.gather(*(self._read(op, now) for _, op in reads))
+        for (i, _), answer in zip(reads, answers, strict=True):
+            results[i] = answer
+        puts = {(op.namespace, op.key): op for op in batch if isinstance(op, PutOp)}
+        if puts:
+            await self._write(list(puts.values()), time.time())
+        return results
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def _read(self, op: Op, now: float) -> Result:
+        if isinstance(op, GetOp):
+            return await self._get(op, now)
+        if isinstance(op, SearchOp):
+            return await self._search(op, now)
+        assert isinstance(op, ListNamespacesOp)
+        return await self._list_namespaces(op, now)
+
+    async def _get(self, op: GetOp, now: float) -> Item | None:
+        found = await self.store.get([_chunk_id(op.namespace, op.key)], scope=self._scope)
+        if not found or not found[0].metadata.get(_MARK) or not _live(found[0].metadata, now):
+            return None
+        chunk = found[0]
+        if op.refresh_ttl:
+            await self._refresh([chunk], now)
+        return _item(chunk)
+
+    async def _scan(self, where: dict[str, Any], now: float) -> list[Chunk]:
+        """Every live chunk matching ``where``; expired ones met on the way are dropped."""
+        out: list[Chunk] = []
+        expired: list[str] = []
+        after: str | None = None
+        while True:
+            page = await self.store.scan(scope=self._scope, where=where, after=after, limit=_PAGE)
+            for chunk in page:
+                if _live(chunk.metadata, now):
+                    out.append(chunk)
+                else:
+                    expired.append(chunk.id)
+            if len(page) < _PAGE:
+                break
+            after = page[-1].id
+        if expired:
+            await self.store.delete(expired, scope=self._scope)
+        return out
+
+    async def _search(self, op: SearchOp, now: float) -> list[SearchItem]:
+        limit, offset = _check_page(op.limit, op.offset)
+        flt = _check_filter(op.filter)
+        prefix = tuple(op.namespace_prefix)
+
+        def keep(chunk: Chunk) -> bool:
+            return _live(chunk.metadata, now) and _matches_value(chunk, flt)
+
+        if op.query:
+            found = await self._ranked(op.query, prefix, keep, offset + limit)
+            window = found[offset : offset + limit]
+            if len(found) < offset + limit:
+                # Ranked items first, then the unindexed ones (no score), in key order:
+                # LangGraph's stores fill a short ranked page the same way.
+                rest = await self._scan(_prefix_where(prefix, indexed=False), now)
+                rest = sorted((c for c in rest if keep(c)), key=_order)
+                skip = max(0, offset - len(found))
+                window += [(None, c) for c in rest[skip : skip + limit - len(window)]]
+        else:
+            chunks = sorted(
+                (c for c in await self._scan(_prefix_where(prefix), now) if keep(c)), key=_order
+            )
+            window = [(None, c) for c in chunks[offset : offset + limit]]
+        if op.refresh_ttl:
+            await self._refresh([c for _, c in window], now)
+        return [_search_item(c, score) for score, c in window]
+
+    async def _ranked(
+        self, query: str, prefix: tuple[str, ...], keep: Any, n: int
+    ) -> list[tuple[float | None, Chunk]]:
+        """The top ``n`` of ONE fused ranking of every indexed item under ``prefix``.
+
+        Each half is read ``depth`` deep and fused with the project's RRF (the CLI's
+        constant). Reading deeper can only move items the shallow read had not seen,
+        so the read deepens until the top ``n`` is exact: every one of them has a known
+        rank in each half that is not exhausted, and nothing unseen could outscore the
+        ``n``-th. ``offset``/``limit`` then slice the same list whatever ``n`` is.
+        """
+        where = _prefix_where(prefix, indexed=True)
+        ctx = Ctx(scope=self._scope)
+        depth = max(_FIRST_DEPTH, 2 * n)
+        while True:
+            halves = [_Half(self.store.search, "dense", keep)]
+            members: list[MemorySource] = []
+            if self._lexical:
+                halves.append(_Half(self.store.lexical_search, "lexical", keep))
+            members.extend(halves)
+            fusion = CompositeMemory(
+                members,
+                reranker=functools.partial(rrf_rerank, constant=RRF_CONSTANT),
+                name="langgraph-hybrid",
+            )
+            fused = await fusion.query(query, k=depth, ctx=ctx, where=where)
+            if all(h.complete for h in halves) or _exact(fused, halves, n):
+                chunks: dict[str, Chunk] = {}
+                for half in halves:
+                    chunks.update(half.chunks)
+                return [
+                    (_finite(item.score), chunks[item.id])
+                    for item in fused[:n]
+                    if item.id is not None
+                ]
+            depth *= 4
+
+    async def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
+        limit, offset = _check_page(op.limit, op.offset)
+        if op.max_depth is not None and (
+            isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1
+        ):
+            raise InvalidArgument(f"max_depth must be a positive int, got {op.max_depth!r}")
+        conditions = tuple(op.match_conditions or ())
+        # A literal prefix (no '*') narrows the scan itself.
+        literal: list[str] = []
+        for cond in conditions:
+            if cond.match_type == "prefix":
+                for label in cond.path:
+                    if label == "*":
+                        break
+                    literal.append(label)
+                break
+        seen: set[tuple[str, ...]] = set()
+        for chunk in await self._scan(_prefix_where(literal), now):
+            ns = tuple(chunk.metadata[_NS])
+            if all(_ns_matches(c, ns) for c in conditions):
+                seen.add(ns if op.max_depth is None else ns[: op.max_depth])
+        return sorted(seen)[offset : offset + limit]
+
+    async def _refresh(self, chunks: Sequence[Chunk], now: float) -> None:
+        """Push each TTL'd item's expiry to ``now + ttl`` (a read counts as use)."""
+        renewed = []
+        for chunk in chunks:
+            ttl = chunk.metadata.get(_TTL)
+            if ttl is None:
+                continue
+            meta = dict(chunk.metadata)
+            meta[_EXPIRES] = now + float(ttl) * 60.0
+            renewed.append(Chunk(chunk.id, chunk.text, meta))
+        if renewed:
+            await self.store.upsert(renewed, scope=self._scope)
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def _write(self, ops: list[PutOp], now: float) -> None:
+        deletes = [_chunk_id(op.namespace, op.key) for op in ops if op.value is None]
+        puts = [op for op in ops if op.value is not None]
+        if puts:
+            ids = [_chunk_id(op.namespace, op.key) for op in puts]
+            before = {
+                c.id: c.metadata
+                for c in await self.store.get(ids, scope=self._scope)
+                if c.metadata.get(_MARK) and _live(c.metadata, now)
+            }
+            chunks = [
+                self._chunk(op, cid, before.get(cid), now)
+                for op, cid in zip(puts, ids, strict=True)
+            ]
+            await self.store.upsert(chunks, scope=self._scope)
+        if deletes:
+            await self.store.delete(deletes, scope=self._scope)
+
+    def _chunk(self, op: PutOp, cid: str, before: Mapping[str, Any] | None, now: float) -> Chunk:
+        value = op.value
+        if not isinstance(value, dict):
+            raise InvalidArgumentType(
+                f"PutOp.value must be a dict or None, got {type(value).__name__}"
+            )
+        try:
+            encoded = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"the value under {op.namespace!r}/{op.key!r} is not JSON: {exc}"
+            ) from exc
+        text = self._text(value, op.index)
+        meta: dict[str, Any] = {
+            _MARK: True,
+            _NS: list(op.namespace),
+            _DEPTH: len(op.namespace),
+            _KEY: op.key,
+            _VALUE: encoded,
+            _CREATED: float(before[_CREATED]) if before is not None else now,
+            _UPDATED: now,
+            _INDEXED: bool(text),
+        }
+        for i, label in enumerate(op.namespace):
+            meta[_seg(i)] = label
+        ttl = op.ttl
+        if ttl is not None:
+            if (
+                isinstance(ttl, bool)
+                or not isinstance(ttl, (int, float))
+                or not math.isfinite(ttl)
+                or ttl <= 0
+            ):
+                raise InvalidArgument(f"ttl must be a positive number of minutes, got {ttl!r}")
+            meta[_TTL] = float(ttl)
+            meta[_EXPIRES] = now + float(ttl) * 60.0
+        return Chunk(cid, text, meta)
+
+    def _text(self, value: dict[str, Any], index: Any) -> str:
+        if index is False:
+            return ""
+        if index is None or index is True:
+            fields = self._fields
+        elif isinstance(index, (list, tuple)) and all(isinstance(f, str) for f in index):
+            fields = list(index)
+        else:
+            raise InvalidArgumentType(
+                f"index must be False, None or a list of field paths, got {index!r}"
+            )
+        texts: list[str] = []
+        for path in fields:
+            texts.extend(get_text_at_path(value, path if path == "$" else tokenize_path(path)))
+        return "\n".join(t for t in texts if t)
+
+
+class _Half:
+    """One ranked list (dense or lexical) read for the fusion, post-filtered.
+
+    The LangGraph filter and the expiry are checked here on the full chunk, and the
+    store is read deeper when they leave fewer than asked, so ranks count only items a
+    caller could see. ``complete`` means this half has nothing beyond what it returned.
+    """
+
+    def __init__(self, search: Any, name: str, keep: Any) -> None:
+        self._search = search
+        self.name = name
+        self._keep = keep
+        self.complete = False
+        self.ranks: dict[str, int] = {}
+        self.chunks: dict[str, Chunk] = {}
+        self.accepts_writes = False
+
+    async def query(
+        self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        want = k
+        while True:
+            hits = await self._search(query, k=want, scope=ctx.scope, where=where)
+            kept = [(s, c) for s, c in hits if self._keep(c)]
+            if len(kept) >= k or len(hits) < want:
+                break
+            want *= 4
+        self.complete = len(hits) < want and len(kept) <= k
+        kept = kept[:k]
+        self.ranks = {c.id: i + 1 for i, (_, c) in enumerate(kept)}
+        self.chunks = {c.id: c for _, c in kept}
+        return [MemoryItem(c.text, self.name, _finite(s), {}, id=c.id) for s, c in kept]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        raise InvalidArgument("a ranking half is read-only")
+
+
+def _exact(fused: list[MemoryItem], halves: list[_Half], n: int) -> bool:
+    """Whether the top ``n`` of ``fused`` is the top ``n`` of the full fusion."""
+    c = float(RRF_CONSTANT)
+    bound = [0.0 if h.complete else 1.0 / (c + len(h.ranks) + 1) for h in halves]
+    head, tail = fused[:n], fused[n:]
+    for item in head:
+        if any(not h.complete and item.id not in h.ranks for h in halves):
+            return False
+    if len(head) < n:
+        return False
+    floor = _finite(head[-1].score)
+    best_other = sum(bound)  # an item no half has returned yet
+    for item in tail:
+        missing = sum(b for h, b in zip(halves, bound, strict=True) if item.id not in h.ranks)
+        best_other = max(best_other, _finite(item.score) + missing)
+    return floor > best_other
+
+
+def _finite(score: float | None) -> float:
+    value = 0.0 if score is None else float(score)
+    return value if math.isfinite(value) else 0.0
+
+
+def _order(chunk: Chunk) -> tuple[tuple[str, ...], str]:
+    return (tuple(chunk.metadata[_NS]), str(chunk.metadata[_KEY]))
+
+
+def _item(chunk: Chunk) -> Item:
+    meta = chunk.metadata
+    return Item(
+        value=json.loads(meta[_VALUE]),
+        key=meta[_KEY],
+        namespace=tuple(meta[_NS]),
+        created_at=_utc(float(meta[_CREATED])),
+        updated_at=_utc(float(meta[_UPDATED])),
+    )
+
+
+def _search_item(chunk: Chunk, score: float | None) -> SearchItem:
+    meta = chunk.metadata
+    return SearchItem(
+        namespace=tuple(meta[_NS]),
+        key=meta[_KEY],
+        value=json.loads(meta[_VALUE]),
+        created_at=_utc(float(meta[_CREATED])),
+        updated_at=_utc(float(meta[_UPDATED])),
+        score=score,
+    )
+
+
+# -- filters ---------------------------------------------------------------------------
+
+
+def _check_filter(flt: object) -> dict[str, Any] | None:
+    if flt is None:
+        return None
+    if not isinstance(flt, Mapping):
+        raise InvalidArgumentType(f"filter must be a dict, got {type(flt).__name__}")
+    for key in flt:
+        if not isinstance(key, str):
+            raise InvalidArgumentType(f"filter keys must be str, got {type(key).__name__}")
+    _check_operators(flt)
+    return dict(flt) or None
+
+
+def _check_operators(flt: Mapping[str, Any]) -> None:
+    for wanted in flt.values():
+        if isinstance(wanted, Mapping):
+            ops = [k for k in wanted if isinstance(k, str) and k.startswith("$")]
+            unknown = [k for k in ops if k not in _RANGE_OPS | {"$eq", "$ne"}]
+            if unknown:
+                raise InvalidArgument(
+                    f"unknown filter operator {unknown[0]!r}; use $eq $ne $gt $gte $lt $lte"
+                )
+            if not ops:
+                _check_operators(wanted)
+
+
+def _matches_value(chunk: Chunk, flt: dict[str, Any] | None) -> bool:
+    if not flt:
+        return True
+    value = json.loads(chunk.metadata[_VALUE])
+    return all(key in value and _compare(value[key], wanted) for key, wanted in flt.items())
+
+
+def _compare(have: Any, wanted: Any) -> bool:
+    """LangGraph's filter rule: operators, nested dicts by key, anything else equality.
+
+    A list is one value (exact, ordered equality), never any-of; bools are not numbers.
+    """
+    if isinstance(wanted, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
+            return all(_operator(have, op, arg) for op, arg in wanted.items())
+        if not isinstance(have, Mapping):
+            return False
+        return all(k in have and _compare(have[k], v) for k, v in wanted.items())
+    return _same(have, wanted)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _operator(have: Any, op: str, arg: Any) -> bool:
+    if op == "$eq":
+        return _same(have, arg)
+    if op == "$ne":
+        return not _same(have, arg)
+    if _number(have) and _number(arg):
+        a, b = float(have), float(arg)
+    elif isinstance(have, str) and isinstance(arg, str):
+        a, b = have, arg  # type: ignore[assignment]
+    else:
+        return False  # no order between these: the item does not match
+    if op == "$gt":
+        return a > b
+    if op == "$gte":
+        return a >= b
+    if op == "$lt":
+        return a < b
+    return a <= b
+
+
+def _ns_matches(condition: MatchCondition, ns: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(ns) < len(path):
+        return False
+    pairs = (
+        zip(ns, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(ns), reversed(path), strict=False)
+    )
+    return all(p == "*" or label == p for label, p in pairs)
+
+
+# -- checks ----------------------------------------------------------------------------
+
+
+def _check_op(op: object) -> None:
+    if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+        raise InvalidArgumentType(f"unknown store operation {type(op).__name__}")
+    validate_op_namespace(op)
+    if isinstance(op, (GetOp, PutOp)):
+        if not isinstance(op.key, str):
+            raise InvalidArgumentType(f"key must be a str, got {type(op.key).__name__}")
+        if not op.namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+    if isinstance(op, PutOp) and op.namespace[0] == "langgraph":
+        raise InvalidNamespaceError(
+            f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
+        )
+    if isinstance(op, ListNamespacesOp):
+        for cond in op.match_conditions or ():
+            if cond.match_type not in ("prefix", "suffix"):
+                raise InvalidArgument(
+                    f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}"
+                )
+
+
+def _check_page(limit: object, offset: object) -> tuple[int, int]:
+    for name, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidArgument(f"{name} must be an int >= 0, got {value!r}")
+    assert isinstance(limit, int) and isinstance(offset, int)
+    return limit, offset
+
+
+def _check_index(index: object) -> dict[str, Any]:
+    if index is None:
+        return {}
+    if not isinstance(index, Mapping):
+        raise InvalidArgumentType(
+            f"index must be a LangGraph IndexConfig dict, got {type(index).__name__}"
+        )
+    config = dict(index)
+    dims = config.get("dims")
+    if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
+        raise InvalidArgument(f"index['dims'] must be a positive int, got {dims!r}")
+    fields = config.get("fields")
+    if fields is not None and (
+        isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields)
+    ):
+        raise InvalidArgumentType(f"index['fields'] must be a list of field paths, got {fields!r}")
+    return config
+
+
+def _without_embed(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k != "embed"}
+
+
+def _embedder(config: Mapping[str, Any]) -> Embedder:
+    embed = config.get("embed")
+    if embed is None:
+        return HashingEmbedder()
+    return LangChainEmbedder(ensure_embeddings(embed), dim=config.get("dims"))
+
+
+def _open_store(path_or_url: str, config: Mapping[str, Any]) -> Any:
+    if not isinstance(path_or_url, str) or not path_or_url:
+        raise InvalidArgumentType("path_or_url must be a non-empty str")
+    embedder = _embedder(config)
+    if path_or_url.startswith(("postgresql://", "postgres://")):
+        from agentkit.vector.postgres import PostgresVectorStore
+
+        return PostgresVectorStore(path_or_url, embedder=embedder)
+    if path_or_url == ":memory:":
+        return InMemoryVectorStore(embedder)
+    from agentkit.vector.sqlite import SQLiteVectorStore
+
+    return SQLiteVectorStore(path_or_url, embedder=embedder)
