@@ -7,8 +7,11 @@
 - ``to_node`` / ``from_node``: the item mapping everything above uses.
 - ``AgentkitMemoryBlock``: recall from agentkit inside LlamaIndex's ``Memory``.
 - ``AgentkitEmbedding``: an agentkit Embedder as a LlamaIndex embed model.
+- ``AgentkitVectorStore``: an agentkit store as a LlamaIndex vector store (the one-line
+  migration), and ``LlamaIndexEmbedder``: a LlamaIndex embed model as an agentkit Embedder.
 """
 
+from agentkit_llamaindex.agentkit_vectorstore import AgentkitVectorStore, LlamaIndexEmbedder
 from agentkit_llamaindex.embedding import AgentkitEmbedding
 from agentkit_llamaindex.mapping import from_node, to_node, to_nodes
 from agentkit_llamaindex.memory import LlamaIndexMemory
@@ -21,6 +24,8 @@ __all__ = [
     "AgentkitEmbedding",
     "AgentkitMemoryBlock",
     "AgentkitRetriever",
+    "AgentkitVectorStore",
+    "LlamaIndexEmbedder",
     "LlamaIndexMemory",
     "LlamaIndexVectorPort",
     "PostprocessorReranker",

@@ -1,0 +1,491 @@
+"""AgentkitVectorStore: agentkit's own stores behind LlamaIndex's vector-store interface.
+
+The one-line migration: ``StorageContext.from_defaults(vector_store=...)``,
+``VectorStoreIndex(nodes, storage_context=...)`` and
+``VectorStoreIndex.from_vector_store(...)`` keep working with only the store class
+changed, and the nodes land in an agentkit store (the durable SQLite file by default),
+where agentkit memory, the CLI and the next process read them.
+
+The opposite direction, a LlamaIndex store under agentkit, is ``LlamaIndexVectorPort``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from llama_index.core import Settings
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+    VectorStoreQueryResult,
+)
+from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+
+from agentkit.interop import run_sync
+from agentkit.kernel.ctx import Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope
+from agentkit.vector.port import Chunk, Embedder, VectorPort
+from agentkit_llamaindex._node_filters import predicate, pushdown
+from agentkit_llamaindex.embedding import AgentkitEmbedding
+
+__all__ = ["AgentkitVectorStore", "LlamaIndexEmbedder"]
+
+_T = TypeVar("_T")
+# The CLI's default store, so `agentkit-memory query` reads what this class wrote.
+_DEFAULT_PATH = os.path.join(".agentkit", "memory.db")
+# LlamaIndex's own keys in a stored record (node_to_metadata_dict writes them).
+_NODE_CONTENT = "_node_content"
+_REF_DOC_KEY = "ref_doc_id"
+_PAGE = 1000
+# Reciprocal rank fusion's textbook constant (as agentkit's rrf_rerank uses).
+_RRF_CONSTANT = 60.0
+_Scored = list[tuple[float, Chunk]]
+_Search = Callable[[int, dict[str, Any] | None], Coroutine[Any, Any, _Scored]]
+_LEXICAL_MODES = (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE)
+
+
+class LlamaIndexEmbedder:
+    """A LlamaIndex embed model as an agentkit ``Embedder`` (unit rows, fixed width).
+
+    ``dim`` is read from one probe embedding unless given. ``model_name`` names the
+    model, so a SQLite store written with one refuses to be reopened with another.
+    """
+
+    def __init__(self, embed_model: BaseEmbedding, *, dim: int | None = None) -> None:
+        if not isinstance(embed_model, BaseEmbedding):
+            raise InvalidArgumentType(
+                f"embed_model must be a LlamaIndex BaseEmbedding, got {type(embed_model).__name__}"
+            )
+        if dim is None:
+            dim = len(embed_model.get_text_embedding("dimension probe"))
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidArgument(f"dim must be a positive int, got {dim!r}")
+        self.embed_model = embed_model
+        self.dim = dim
+        kind = type(embed_model)
+        self.model_name = (
+            f"llamaindex:{kind.__module__}.{kind.__qualname__}/{embed_model.model_name}"
+        )
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexEmbedder({self.model_name!r}, dim={self.dim})"
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._unit(await self.embed_model.aget_text_embedding_batch(list(texts)))
+
+    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """Queries through the model's query embedding (instruction models differ)."""
+        row: npt.NDArray[np.float32] = self._unit(
+            [await self.embed_model.aget_query_embedding(text)]
+        )[0]
+        return row
+
+    def _unit(self, rows: object) -> npt.NDArray[np.float32]:
+        matrix = np.asarray(rows, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[1] != self.dim:
+            raise StoreError(
+                f"{self.model_name} returned vectors of shape {matrix.shape}, width {self.dim} "
+                "expected"
+            )
+        if not np.isfinite(matrix).all():
+            raise StoreError(f"{self.model_name} returned NaN or infinite values")
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = np.divide(matrix, norms, out=matrix.copy(), where=norms > 0)
+        return unit
+
+
+class AgentkitVectorStore(BasePydanticVectorStore):
+    """A LlamaIndex vector store over any agentkit ``VectorPort``, inside one scope.
+
+    ``AgentkitVectorStore()`` opens the SQLite store at ``path`` (default
+    ``$AGENTKIT_STORE`` or ``.agentkit/memory.db``, the CLI's) embedding with
+    ``embed_model``, else ``Settings.embed_model`` — the model the index itself would
+    use (an ``AgentkitEmbedding`` is unwrapped to its agentkit embedder, so the file
+    records that embedder and the CLI can read it). ``AgentkitVectorStore(store)`` wraps
+    a store you built (in-memory, SQLite, Postgres), which embeds with its own embedder.
+
+    The store embeds: node text on ``add``, the query text on ``query``
+    (``is_embedding_query`` is False, so retrievers send the text and the store's
+    model is the only one that ranks). A query that comes with an embedding only is
+    searched by that vector. Nodes keep id, text, metadata and relationships
+    (LlamaIndex's ``node_to_metadata_dict``); records written by other agentkit code come
+    back as plain ``TextNode``s. Every call sees only ``scope`` (default: the unscoped
+    bucket); ``bind(scope)`` gives a view of another tenant over the same store.
+
+    ``MetadataFilters`` are honoured with LlamaIndex's operators and nesting: equality and
+    ``in`` under AND are pushed down to the store, and every hit is re-checked, the
+    fetch widening until ``similarity_top_k`` pass. Modes: default (cosine),
+    ``text_search``/``sparse`` (the store's word index) and ``hybrid`` (reciprocal rank
+    fusion of both lists, ``alpha`` weighting the dense one, default 0.5).
+    """
+
+    stores_text: bool = True
+    is_embedding_query: bool = False
+    flat_metadata: bool = False
+
+    _store: VectorPort = PrivateAttr()
+    _scope: Scope = PrivateAttr()
+    _owned: bool = PrivateAttr(default=False)
+
+    def __init__(
+        self,
+        store: VectorPort | None = None,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        path: str | Path | None = None,
+        scope: Scope | None = None,
+        dim: int | None = None,
+    ) -> None:
+        super().__init__(stores_text=True)
+        if store is not None:
+            if embed_model is not None or path is not None or dim is not None:
+                raise InvalidArgument(
+                    "embed_model=, path= and dim= build the default SQLite store; a store "
+                    "passed in embeds with its own embedder (wrap a LlamaIndex embed model "
+                    "in LlamaIndexEmbedder when you build it)"
+                )
+            if not isinstance(store, VectorPort):
+                raise InvalidArgumentType(
+                    f"store must be an agentkit VectorPort, got {type(store).__name__}"
+                )
+            self._store = store
+        else:
+            from agentkit.vector.sqlite import SQLiteVectorStore  # only when it is the store
+
+            embedder = _embedder_for(embed_model if embed_model is not None else None, dim)
+            self._store = SQLiteVectorStore(_default_path(path), embedder=embedder)
+            self._owned = True
+        self._scope = check_scope(Scope() if scope is None else scope)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AgentkitVectorStore"
+
+    def __repr__(self) -> str:
+        return f"AgentkitVectorStore({self._store!r}, scope={self._scope!r})"
+
+    # -- what it wraps -----------------------------------------------------------------
+
+    @property
+    def client(self) -> VectorPort:
+        """The agentkit store underneath."""
+        return self._store
+
+    @property
+    def scope(self) -> Scope:
+        return self._scope
+
+    @property
+    def embed_model(self) -> BaseEmbedding | None:
+        """The store's model as a LlamaIndex embed model (for indexes built on this store)."""
+        embedder = getattr(self._store, "embedder", None)
+        if isinstance(embedder, LlamaIndexEmbedder):
+            return embedder.embed_model
+        return None if embedder is None else AgentkitEmbedding(embedder)
+
+    def bind(self, scope: Scope) -> AgentkitVectorStore:
+        """The same store seen from ``scope``; this object is left as it was."""
+        return AgentkitVectorStore(self._store, scope=scope)
+
+    def close(self) -> None:
+        """Close the store if this object opened it; a store you passed in stays open."""
+        run_sync(self.aclose)
+
+    async def aclose(self) -> None:
+        close = getattr(self._store, "close", None)
+        if self._owned and close is not None:
+            await close()
+
+    # -- writes ------------------------------------------------------------------------
+
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        return _sync(lambda: self.async_add(nodes, **kwargs))
+
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """Upsert by node id: a known id is replaced in place. The store embeds the text."""
+        chunks = [_chunk(node) for node in _node_list(nodes)]
+        if chunks:
+            await self._store.upsert(chunks, scope=self._scope)
+        return [c.id for c in chunks]
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        _sync(lambda: self.adelete(ref_doc_id, **delete_kwargs))
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Every node of the source document ``ref_doc_id``, in this scope."""
+        if not isinstance(ref_doc_id, str) or not ref_doc_id:
+            raise InvalidArgumentType(f"ref_doc_id must be a non-empty str, got {ref_doc_id!r}")
+        await self._forget({_REF_DOC_KEY: ref_doc_id})
+
+    def delete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        _sync(lambda: self.adelete_nodes(node_ids, filters, **delete_kwargs))
+
+    async def adelete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """These ids, these matches, or the ids among them that match; never "all".
+
+        With neither, nothing is deleted and the call is refused: use ``clear()``.
+        """
+        if node_ids is None and filters is None:
+            raise InvalidArgument(
+                "delete_nodes needs node_ids or filters; to empty this scope call clear()"
+            )
+        if filters is None:
+            wanted = check_ids(node_ids)
+        else:
+            wanted = [c.id for c in await self._matching(node_ids, filters)]
+        if wanted:
+            await self._store.delete(wanted, scope=self._scope)
+
+    def clear(self) -> None:
+        _sync(self.aclear)
+
+    async def aclear(self) -> None:
+        """Every record of this scope; other scopes are untouched."""
+        delete_scope = getattr(self._store, "delete_scope", None)
+        if delete_scope is None:
+            raise NotImplementedError(f"{type(self._store).__name__} has no delete_scope")
+        await delete_scope(scope=self._scope)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+    ) -> list[BaseNode]:
+        return _sync(lambda: self.aget_nodes(node_ids, filters))
+
+    async def aget_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+    ) -> list[BaseNode]:
+        """These ids (in that order, missing ones skipped), filtered; neither: every node."""
+        return [_node(c) for c in await self._matching(node_ids, filters)]
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return _sync(lambda: self.aquery(query, **kwargs))
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Best first; ``similarity_top_k`` nodes that pass the filters, if there are that many."""
+        if not isinstance(query, VectorStoreQuery):
+            raise InvalidArgumentType(
+                f"query must be a VectorStoreQuery, got {type(query).__name__}"
+            )
+        k = check_k(query.similarity_top_k)
+        where, keep = self._conditions(query)
+        mode = VectorStoreQueryMode(query.mode)
+        if mode == VectorStoreQueryMode.DEFAULT:
+            hits = await _widened(await self._dense(query), k, where, keep)
+        elif mode in _LEXICAL_MODES:
+            hits = await _widened(self._lexical(query), k, where, keep)
+        elif mode == VectorStoreQueryMode.HYBRID:
+            hits = await self._hybrid(query, k, where, keep)
+        else:
+            raise InvalidArgument(
+                f"AgentkitVectorStore does not answer {mode.value!r} queries; use default, "
+                "text_search, sparse or hybrid"
+            )
+        return VectorStoreQueryResult(
+            nodes=[_node(c) for _, c in hits],
+            similarities=[score for score, _ in hits],
+            ids=[c.id for _, c in hits],
+        )
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _conditions(
+        self, query: VectorStoreQuery
+    ) -> tuple[dict[str, Any] | None, Callable[[Chunk], bool]]:
+        where = pushdown(query.filters)
+        passes = predicate(query.filters)
+        node_ids = set(check_ids(query.node_ids)) if query.node_ids else None
+        doc_ids = set(check_ids(query.doc_ids)) if query.doc_ids else None
+        if doc_ids is not None and _REF_DOC_KEY not in where:
+            where[_REF_DOC_KEY] = sorted(doc_ids)
+
+        def keep(chunk: Chunk) -> bool:
+            if node_ids is not None and chunk.id not in node_ids:
+                return False
+            if doc_ids is not None and chunk.metadata.get(_REF_DOC_KEY) not in doc_ids:
+                return False
+            return passes(chunk.metadata)
+
+        return where or None, keep
+
+    async def _dense(self, query: VectorStoreQuery) -> _Search:
+        store, scope = self._store, self._scope
+        embedder = getattr(store, "embedder", None)
+        by_vector = getattr(store, "search_by_vector", None)
+        if query.query_str is not None:
+            text = check_query(query.query_str)
+            if isinstance(embedder, LlamaIndexEmbedder) and by_vector is not None:
+                vector = await embedder.embed_query(text)
+                return lambda n, where: by_vector(vector, k=n, scope=scope, where=where)
+            return lambda n, where: store.search(text, k=n, scope=scope, where=where)
+        if query.query_embedding is not None:
+            if by_vector is None:
+                raise NotImplementedError(
+                    f"{type(store).__name__} cannot search by vector; send query_str"
+                )
+            vector = np.asarray(query.query_embedding, dtype=np.float32)
+            return lambda n, where: by_vector(vector, k=n, scope=scope, where=where)
+        raise InvalidArgument("a query needs query_str or query_embedding")
+
+    def _lexical(self, query: VectorStoreQuery) -> _Search:
+        lexical = getattr(self._store, "lexical_search", None)
+        if lexical is None:
+            raise InvalidArgument(
+                f"{type(self._store).__name__} has no word index; text_search, sparse and "
+                "hybrid queries need a store with lexical_search (SQLite, Postgres)"
+            )
+        if query.query_str is None:
+            raise InvalidArgument("text_search, sparse and hybrid queries need query_str")
+        text = check_query(query.query_str)
+        scope = self._scope
+        return lambda n, where: lexical(text, k=n, scope=scope, where=where)
+
+    async def _hybrid(
+        self,
+        query: VectorStoreQuery,
+        k: int,
+        where: dict[str, Any] | None,
+        keep: Callable[[Chunk], bool],
+    ) -> _Scored:
+        alpha = 0.5 if query.alpha is None else query.alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
+            raise InvalidArgument(f"alpha must be a number in [0, 1], got {alpha!r}")
+        lexical = self._lexical(query)
+        depth = max(k, query.hybrid_top_k or 0, query.sparse_top_k or 0)
+        dense_hits = await _widened(await self._dense(query), depth, where, keep)
+        word_hits = await _widened(lexical, depth, where, keep)
+        return _fuse(dense_hits, word_hits, float(alpha), k)
+
+    async def _matching(
+        self, node_ids: list[str] | None, filters: MetadataFilters | None
+    ) -> list[Chunk]:
+        passes = predicate(filters)
+        if node_ids is not None:
+            get = getattr(self._store, "get", None)
+            if get is None:
+                raise NotImplementedError(f"{type(self._store).__name__} has no get(ids)")
+            wanted = check_ids(node_ids)
+            found: list[Chunk] = await get(wanted, scope=self._scope) if wanted else []
+            return [c for c in found if passes(c.metadata)]
+        scan = getattr(self._store, "scan", None)
+        if scan is None:
+            raise NotImplementedError(f"{type(self._store).__name__} has no scan")
+        out: list[Chunk] = []
+        after: str | None = None
+        where = pushdown(filters) or None
+        while True:
+            page: list[Chunk] = await scan(scope=self._scope, where=where, after=after, limit=_PAGE)
+            out.extend(c for c in page if passes(c.metadata))
+            if len(page) < _PAGE:
+                return out
+            after = page[-1].id
+
+    async def _forget(self, where: dict[str, Any]) -> None:
+        delete_where = getattr(self._store, "delete_where", None)
+        if delete_where is None:
+            raise NotImplementedError(f"{type(self._store).__name__} has no delete_where")
+        await delete_where(where, scope=self._scope)
+
+
+def _sync(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    return run_sync(make)
+
+
+def _default_path(path: str | Path | None) -> str | Path:
+    if path is not None:
+        return path
+    return os.environ.get("AGENTKIT_STORE") or _DEFAULT_PATH
+
+
+def _embedder_for(embed_model: BaseEmbedding | None, dim: int | None) -> Embedder:
+    model = embed_model if embed_model is not None else Settings.embed_model
+    if isinstance(model, AgentkitEmbedding) and dim is None:
+        return model.embedder
+    return LlamaIndexEmbedder(model, dim=dim)
+
+
+async def _widened(
+    search: _Search, k: int, where: dict[str, Any] | None, keep: Callable[[Chunk], bool]
+) -> _Scored:
+    """``k`` hits that ``keep`` accepts: the fetch grows while hits are dropped and the
+    store still has more (a short answer means it had no more)."""
+    n = k
+    while True:
+        hits = await search(n, where)
+        kept = [(score, c) for score, c in hits if keep(c)]
+        if len(kept) >= k or len(hits) < n:
+            return kept[:k]
+        n *= 4
+
+
+def _fuse(dense: _Scored, words: _Scored, alpha: float, k: int) -> _Scored:
+    """Weighted reciprocal rank fusion: ``alpha`` for the dense list, ``1 - alpha`` for
+    the word list; ranks, not raw scores, because cosine and BM25 live on other scales."""
+    fused: dict[str, float] = {}
+    chunks: dict[str, Chunk] = {}
+    for weight, hits in ((alpha, dense), (1.0 - alpha, words)):
+        for rank, (_, chunk) in enumerate(hits, start=1):
+            fused[chunk.id] = fused.get(chunk.id, 0.0) + weight / (_RRF_CONSTANT + rank)
+            chunks.setdefault(chunk.id, chunk)
+    order = sorted(fused, key=lambda cid: -fused[cid])  # stable: dense order breaks ties
+    return [(fused[cid], chunks[cid]) for cid in order[:k]]
+
+
+def _node_list(nodes: object) -> list[BaseNode]:
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence):
+        raise InvalidArgumentType(f"nodes must be a list of nodes, got {type(nodes).__name__}")
+    out = list(nodes)
+    for i, node in enumerate(out):
+        if not isinstance(node, BaseNode):
+            raise InvalidArgumentType(
+                f"nodes[{i}] must be a LlamaIndex node, got {type(node).__name__}"
+            )
+    return out
+
+
+def _chunk(node: BaseNode) -> Chunk:
+    """The node's text as the record's text; everything else in LlamaIndex's own layout."""
+    metadata = node_to_metadata_dict(node, remove_text=True, flat_metadata=False)
+    return Chunk(node.node_id, node.get_content(metadata_mode=MetadataMode.NONE), metadata)
+
+
+def _node(chunk: Chunk) -> BaseNode:
+    """A stored record as the node it was, or a plain TextNode if LlamaIndex never wrote it."""
+    metadata: Mapping[str, Any] = chunk.metadata
+    if isinstance(metadata.get(_NODE_CONTENT), str):
+        try:
+            node = metadata_dict_to_node(dict(metadata), text=chunk.text)
+        except (ValueError, TypeError):
+            pass
+        else:
+            node.id_ = chunk.id
+            return node
+    return TextNode(id_=chunk.id, text=chunk.text, metadata=dict(metadata))
