@@ -102,10 +102,11 @@ class LangChainEmbedder:
 class AgentkitVectorStore(VectorStore):
     """A LangChain ``VectorStore`` over any agentkit ``VectorPort``, inside one scope.
 
-    ``AgentkitVectorStore()`` opens the SQLite store at ``path`` (default
-    ``$AGENTKIT_STORE`` or ``.agentkit/memory.db``, the CLI's) with ``embedding`` (any
-    LangChain Embeddings) or, without one, agentkit's offline ``HashingEmbedder``
-    (lexical, not semantic). ``AgentkitVectorStore(store)`` wraps a store you built
+    ``AgentkitVectorStore(embedding)`` opens the SQLite store at ``path`` (default
+    ``$AGENTKIT_STORE`` or ``.agentkit/memory.db``, the CLI's) embedding with any
+    LangChain Embeddings (an ``AgentkitEmbeddings`` is unwrapped to its agentkit
+    embedder) or, without one, agentkit's offline ``HashingEmbedder`` (lexical, not
+    semantic). ``AgentkitVectorStore(store)`` wraps a store you built
     (in-memory, SQLite, Postgres), which embeds with its own embedder.
 
     Every call reads and writes the records of ``scope`` only (default: the unscoped
@@ -124,13 +125,16 @@ class AgentkitVectorStore(VectorStore):
 
     def __init__(
         self,
-        store: VectorPort | None = None,
+        store: VectorPort | Embeddings | None = None,
         *,
         embedding: Embeddings | None = None,
         path: str | Path | None = None,
         scope: Scope | None = None,
         dim: int | None = None,
     ) -> None:
+        if isinstance(store, Embeddings) and embedding is None:
+            # `InMemoryVectorStore(embeddings)` keeps working with only the class renamed.
+            store, embedding = None, store
         if store is not None:
             if embedding is not None or path is not None or dim is not None:
                 raise InvalidArgument(
@@ -145,9 +149,7 @@ class AgentkitVectorStore(VectorStore):
             self._store: VectorPort = store
             self._owned = False
         else:
-            embedder: Embedder = (
-                HashingEmbedder() if embedding is None else LangChainEmbedder(embedding, dim=dim)
-            )
+            embedder = _embedder_for(embedding, dim)
             from agentkit.vector.sqlite import SQLiteVectorStore  # only when it is the store
 
             self._store = SQLiteVectorStore(_default_path(path), embedder=embedder)
@@ -449,6 +451,18 @@ class AgentkitVectorStore(VectorStore):
             )
         hits: _Scored = await search(vector, k=k, scope=self._scope, where=where)
         return hits
+
+
+def _embedder_for(embedding: Embeddings | None, dim: int | None) -> Embedder:
+    """An agentkit embedder wrapped as LangChain Embeddings is unwrapped, so the store
+    records that embedder and agentkit's CLI and memory can read the file."""
+    if embedding is None:
+        return HashingEmbedder()
+    if isinstance(embedding, AgentkitEmbeddings) and dim is None:
+        inner = embedding.embedder
+        if isinstance(inner, Embedder):
+            return inner
+    return LangChainEmbedder(embedding, dim=dim)
 
 
 def _default_path(path: str | Path | None) -> str | Path:

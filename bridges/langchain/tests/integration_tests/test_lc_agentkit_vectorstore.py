@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agentkit_langchain import AgentkitVectorStore, LangChainEmbedder
+from agentkit_langchain import AgentkitEmbeddings, AgentkitVectorStore, LangChainEmbedder
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.vectorstores import VectorStore
@@ -335,3 +335,20 @@ def test_sqlite_store_passed_in(tmp_path: Path) -> None:
     store.close()  # not ours to close: still usable
     assert [d.id for d in store.similarity_search("store", k=1)] == ["k"]
     AgentkitVectorStore(inner).close()
+
+
+def test_positional_embeddings_and_agentkit_embedder_unwrapped(tmp_path: Path) -> None:
+    """`InMemoryVectorStore(embeddings)` renamed works, and an AgentkitEmbeddings is
+    recorded as its agentkit embedder, so agentkit's own store opens the file as is."""
+    path = tmp_path / "u.db"
+    store = AgentkitVectorStore(AgentkitEmbeddings(HashingEmbedder()), path=path)
+    store.add_texts(["shared with the CLI"], ids=["c"])
+    store.close()
+
+    async def read() -> list[str]:
+        async with SQLiteVectorStore(path, embedder=HashingEmbedder()) as raw:
+            return [c.id for _, c in await raw.search("CLI", k=1, scope=Scope())]
+
+    import asyncio
+
+    assert asyncio.run(read()) == ["c"]
