@@ -144,3 +144,25 @@ async def test_one_tenant_flooding_the_readers_leaves_one_for_another(tmp_path: 
         answers = await asyncio.wait_for(asyncio.gather(*flood), HANG)
         await store.close()
     assert all(len(hits) == 3 for hits in answers)
+
+
+async def test_writes_during_a_search_leave_its_snapshot_whole(tmp_path: Path) -> None:
+    """A search sees the rows as they were when it began, whole; the next sees the writes."""
+    store = await filled(tmp_path / "store.db")
+    try:
+        await store.search("alpha", k=1, scope=ACME)  # the scope's vectors are cached
+        slow = SlowFilter()
+        stuck = asyncio.create_task(store.search("alpha", k=1000, scope=ACME, where={"tag": slow}))
+        assert await asyncio.to_thread(slow.entered.wait, HANG)
+        replace = store.upsert([Chunk("a1", "replaced", {"tag": "x"})], scope=ACME)
+        await asyncio.wait_for(replace, HANG)
+        await asyncio.wait_for(store.delete(["a2"], scope=ACME), HANG)
+        assert not stuck.done()
+        slow.release.set()
+        before = {c.id: c.text for _, c in await asyncio.wait_for(stuck, HANG)}
+        after = {c.id: c.text for _, c in await store.search("alpha", k=1000, scope=ACME)}
+    finally:
+        slow.release.set()
+        await store.close()
+    assert len(before) == 401 and before["a1"] == "alpha w1 w2 notes 1" and "a2" in before
+    assert len(after) == 400 and after["a1"] == "replaced" and "a2" not in after
