@@ -27,3 +27,7 @@ def test_migration_notebook_executes(tmp_path: Path) -> None:
     )
     assert "same ids, same files as before" in printed
     assert "acme -> [('n1', 'acme has a 30 day refund extension')]" in printed
+    # step 5, the one-line path: only the store class changed
+    assert "one class changed: same ids, same files, now stored in .agentkit/memory.db" in printed
+    assert "acme -> [('acme-1', 'acme/notes.md')]" in printed
+    assert (tmp_path / ".agentkit" / "memory.db").is_file()
