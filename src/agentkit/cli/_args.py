@@ -133,6 +133,16 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--batch", type=_positive, default=1000, metavar="N",
                      help="records read and written per batch (default 1000)")
 
+    from agentkit.cli import _forget, _stats  # their own flags live with them
+
+    forget = sub.add_parser("forget", help="delete records by id, --where or --all of a scope")
+    _add_globals(forget, top=False)
+    _forget.add_arguments(forget)
+
+    stats = sub.add_parser("stats", help="documents, chunks, embedder, size, last write")
+    _add_globals(stats, top=False)
+    _stats.add_arguments(stats)
+
     ev = sub.add_parser("eval", help="nDCG and recall on a BEIR-layout folder")
     _add_globals(ev, top=False)
     ev.add_argument("dir", metavar="DIR")

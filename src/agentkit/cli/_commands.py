@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentkit.cli import _eval, _import, _ingest, _query
+from agentkit.cli import _eval, _forget, _import, _ingest, _query, _stats
 from agentkit.cli._stores import open_store
 
 
@@ -57,3 +57,11 @@ async def cmd_eval(args: argparse.Namespace) -> int:
 
 async def cmd_import(args: argparse.Namespace) -> int:
     return await _import.run(args)
+
+
+async def cmd_forget(args: argparse.Namespace) -> int:
+    return await _forget.run(args)
+
+
+async def cmd_stats(args: argparse.Namespace) -> int:
+    return await _stats.run(args)

@@ -584,7 +584,7 @@ class SQLiteVectorStore:
         """
         embedder, dim, scopes = await self._read(None, _stats)
         size = 0
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal"):
             try:
                 size += self.path.with_name(self.path.name + suffix).stat().st_size
             except FileNotFoundError:
