@@ -113,11 +113,21 @@ def _bare(cls: type[Any]) -> type[Any]:
     return dataclasses.dataclass(type(cls.__name__, (cls,), bare))
 
 
-async def build(variant: str) -> CompositeMemory:
-    pick = {"traced": lambda c: c, "plain": _untraced, "bare": _bare}[variant]
-    ctx = Ctx(SCOPE)
-    vector = pick(VectorMemory)(InMemoryVectorStore(HashingEmbedder()))
-    await vector.write([MemoryItem(_text(i), "seed", id=f"c{i}") for i in range(N_CHUNKS)], ctx=ctx)
+@dataclasses.dataclass
+class Backends:
+    """The data behind the sources, built once and shared by every variant, so both
+    sides of a pair read the very same objects and only the wrappers differ."""
+
+    store: InMemoryVectorStore
+    journal: MutationJournal[Entry]
+    context: WorkingContext
+    files: InMemoryFiles
+
+
+async def backends() -> Backends:
+    store = InMemoryVectorStore(HashingEmbedder())
+    seed = [MemoryItem(_text(i), "seed", id=f"c{i}") for i in range(N_CHUNKS)]
+    await VectorMemory(store).write(seed, ctx=Ctx(SCOPE))
     journal: MutationJournal[Entry] = MutationJournal()
     for i in range(1000):
         journal.record(Entry(_text(i)))
@@ -127,17 +137,23 @@ async def build(variant: str) -> CompositeMemory:
     files = InMemoryFiles()
     for i in range(50):
         await files.create(f"/notes/n{i}.md", _text(i))
+    return Backends(store, journal, context, files)
+
+
+def build(data: Backends, variant: str) -> CompositeMemory:
+    pick = {"traced": lambda c: c, "plain": _untraced, "bare": _bare}[variant]
     sources: Sequence[Any] = [
-        vector,
-        pick(JournalMemory)(journal, render=lambda e: e.text),
-        pick(ScratchpadMemory)(context),
-        pick(FileMemory)(files),
+        pick(VectorMemory)(data.store),
+        pick(JournalMemory)(data.journal, render=lambda e: e.text),
+        pick(ScratchpadMemory)(data.context),
+        pick(FileMemory)(data.files),
     ]
     return pick(CompositeMemory)(list(sources))  # type: ignore[no-any-return]
 
 
 def measure(rounds: int, calls: int, base: str = "plain") -> Paired:
-    traced, plain = asyncio.run(_both(base))
+    data = asyncio.run(backends())
+    traced, plain = build(data, "traced"), build(data, base)
     ctx = Ctx(SCOPE)
     first = asyncio.run(traced.query(QUERY, k=4, ctx=ctx))
     assert [i.content for i in first] == [
@@ -149,10 +165,6 @@ def measure(rounds: int, calls: int, base: str = "plain") -> Paired:
         rounds=rounds,
         calls=calls,
     )
-
-
-async def _both(base: str) -> tuple[CompositeMemory, CompositeMemory]:
-    return await build("traced"), await build(base)
 
 
 def _install_sdk() -> list[int]:
