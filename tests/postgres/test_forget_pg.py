@@ -3,8 +3,15 @@ seen by another pool at once, other scopes untouched; scan pages; stats."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +21,7 @@ from agentkit.state.memory import CachedMemory, VectorMemory
 from agentkit.vector import Chunk
 from agentkit.vector.postgres import PostgresVectorStore
 
+NOTES = Path(__file__).resolve().parent.parent / "fixtures" / "notes"
 ACME = Scope("acme", "support")
 GLOBEX = Scope("globex", "support")
 
@@ -126,3 +134,48 @@ async def test_cached_memory_forgets_on_postgres(store: PostgresVectorStore) -> 
     assert "c03" in {i.id for i in await cached.query("walrus tusks", k=20, ctx=ctx)}
     assert await cached.forget({"i": 3}, ctx=ctx) == 1
     assert "c03" not in {i.id for i in await cached.query("walrus tusks", k=20, ctx=ctx)}
+
+
+# --- the command line on PostgreSQL ------------------------------------------------
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
+    env["AGENTKIT_EMBEDDER"] = "hashing"
+    return subprocess.run(
+        [sys.executable, "-m", "agentkit.cli", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _scopes(url: str, cwd: Path) -> dict[str, dict[str, Any]]:
+    doc = json.loads(_ok(_cli("--store", url, "stats", "--json", cwd=cwd)))
+    assert doc["kind"] == "postgres" and "HashingEmbedder" in doc["embedder"]
+    assert doc["bytes_on_disk"] > 0
+    return {s["scope"]: s for s in doc["scopes"]}
+
+
+def test_cli_forget_and_stats_on_postgres(db_url: str, tmp_path: Path) -> None:
+    shutil.copytree(NOTES, tmp_path / "notes")
+    for scope in ("acme/support", "globex/support"):
+        _ok(_cli("--store", db_url, "--scope", scope, "ingest", "notes", cwd=tmp_path))
+    scopes = _scopes(db_url, tmp_path)
+    assert {k: (v["documents"], v["chunks"]) for k, v in scopes.items()} == {
+        "acme/support": (3, 3), "globex/support": (3, 3)
+    }
+    assert scopes["acme/support"]["last_write"].endswith("Z")
+    out = _ok(_cli("--store", db_url, "--scope", "acme/support", "forget", "--where",
+                   "path=notes/gardening.txt", cwd=tmp_path))
+    assert out.strip() == "forgot 1 record (scope acme/support)"
+    refused = _cli("--store", db_url, "--scope", "acme/support", "forget", "--all", cwd=tmp_path)
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    out = _ok(_cli("--store", db_url, "--scope", "acme/support", "forget", "--all", "--yes",
+                   cwd=tmp_path))
+    assert out.strip() == "forgot 2 records (scope acme/support)"
+    scopes = _scopes(db_url, tmp_path)
+    assert (scopes["acme/support"]["chunks"], scopes["globex/support"]["chunks"]) == (0, 3)
