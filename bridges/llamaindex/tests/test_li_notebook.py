@@ -29,3 +29,8 @@ def test_migration_notebook_executes(tmp_path: Path) -> None:
     assert "acme [('fact-1', 'Acme refunds go to store credit.')]" in outputs
     assert "globex [('fact-1', 'Globex refunds go back to the card.')]" in outputs
     assert "agentkit_source" not in outputs.split("what the LLM sees")[1].split("[(")[0]
+    # step 5, the one-line path: only the vector store class changed
+    assert "one class changed: same nodes, now stored in .agentkit/memory.db" in outputs
+    assert "reopened ['policy-1', 'policy-2']" in outputs
+    assert "acme ['acme-1']" in outputs
+    assert (tmp_path / ".agentkit" / "memory.db").is_file()
