@@ -219,8 +219,13 @@ class AgentkitVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> AgentkitVectorStore:
-        if embedding is not None and kwargs.get("store") is None and kwargs.get("dim") is None:
-            kwargs["dim"] = (await LangChainEmbedder.create(embedding)).dim
+        if (
+            embedding is not None
+            and not isinstance(embedding, AgentkitEmbeddings)
+            and kwargs.get("store") is None
+            and kwargs.get("dim") is None
+        ):
+            kwargs["dim"] = (await LangChainEmbedder.create(embedding)).dim  # awaited probe
         made = cls(embedding=embedding, **kwargs) if embedding is not None else cls(**kwargs)
         await made.aadd_texts(texts, metadatas, ids=ids)
         return made

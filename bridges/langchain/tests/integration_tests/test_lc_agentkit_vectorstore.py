@@ -352,3 +352,13 @@ def test_positional_embeddings_and_agentkit_embedder_unwrapped(tmp_path: Path) -
     import asyncio
 
     assert asyncio.run(read()) == ["c"]
+
+
+async def test_afrom_texts_unwraps_agentkit_embeddings_too(tmp_path: Path) -> None:
+    path = tmp_path / "au.db"
+    store = await AgentkitVectorStore.afrom_texts(
+        ["async and shared"], AgentkitEmbeddings(HashingEmbedder()), ids=["s"], path=path
+    )
+    await store.aclose()
+    async with SQLiteVectorStore(path, embedder=HashingEmbedder()) as raw:
+        assert [c.id for _, c in await raw.search("shared", k=1, scope=Scope())] == ["s"]
