@@ -72,6 +72,11 @@ _FIRST_DEPTH = 64
 _RANGE_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 
 
+def _clock() -> float:
+    """Now, in Unix seconds; one name so a test can move time for the TTL rules."""
+    return time.time()
+
+
 def _seg(i: int) -> str:
     return f"lg_ns_{i}"
 
@@ -214,7 +219,7 @@ class AgentkitStore(BaseStore):
         batch = list(ops)
         for op in batch:
             _check_op(op)
-        now = time.time()
+        now = _clock()
         results: list[Result] = [None] * len(batch)
         reads = [(i, op) for i, op in enumerate(batch) if not isinstance(op, PutOp)]
         answers = await asyncio.gather(*(self._read(op, now) for _, op in reads))
@@ -222,7 +227,7 @@ class AgentkitStore(BaseStore):
             results[i] = answer
         puts = {(op.namespace, op.key): op for op in batch if isinstance(op, PutOp)}
         if puts:
-            await self._write(list(puts.values()), time.time())
+            await self._write(list(puts.values()), _clock())
         return results
 
     # -- reads -------------------------------------------------------------------------
@@ -293,23 +298,38 @@ class AgentkitStore(BaseStore):
     async def _ranked(
         self, query: str, prefix: tuple[str, ...], keep: Any, n: int
     ) -> list[tuple[float | None, Chunk]]:
-        """The top ``n`` of ONE fused ranking of every indexed item under ``prefix``.
+        """The top ``n`` of ONE ranking of every indexed item under ``prefix``.
 
-        Each half is read ``depth`` deep and fused with the project's RRF (the CLI's
-        constant). Reading deeper can only move items the shallow read had not seen,
-        so the read deepens until the top ``n`` is exact: every one of them has a known
-        rank in each half that is not exhausted, and nothing unseen could outscore the
-        ``n``-th. ``offset``/``limit`` then slice the same list whatever ``n`` is.
+        A store without a lexical index ranks by cosine alone (the score is the cosine,
+        as LangGraph's stores report it). Otherwise each half is read ``depth`` deep
+        and fused with the project's RRF (the CLI's constant). Reading deeper can only
+        move items the shallow read had not seen, so the read deepens until the top
+        ``n`` is exact: each has a known rank in every half not yet exhausted, and
+        nothing unseen could outscore the ``n``-th. ``offset``/``limit`` then slice
+        the same list whatever ``n`` is.
         """
         where = _prefix_where(prefix, indexed=True)
         ctx = Ctx(scope=self._scope)
+        if n == 0:
+            return []
+        if not self._lexical:
+            # One list: its own top n is exact, and its cosine is the score.
+            depth = n
+            while True:
+                dense = _Half(self.store.search, "dense", keep)
+                hits = await dense.query(query, k=depth, ctx=ctx, where=where)
+                if dense.complete or len(hits) >= n:
+                    return [
+                        (_finite(h.score), dense.chunks[h.id]) for h in hits[:n] if h.id is not None
+                    ]
+                depth *= 4
         depth = max(_FIRST_DEPTH, 2 * n)
         while True:
-            halves = [_Half(self.store.search, "dense", keep)]
-            members: list[MemorySource] = []
-            if self._lexical:
-                halves.append(_Half(self.store.lexical_search, "lexical", keep))
-            members.extend(halves)
+            halves = [
+                _Half(self.store.search, "dense", keep),
+                _Half(self.store.lexical_search, "lexical", keep),
+            ]
+            members: list[MemorySource] = list(halves)
             fusion = CompositeMemory(
                 members,
                 reranker=functools.partial(rrf_rerank, constant=RRF_CONSTANT),
@@ -465,7 +485,14 @@ class _Half:
             if len(kept) >= k or len(hits) < want:
                 break
             want *= 4
-        self.complete = len(hits) < want and len(kept) <= k
+        exhausted = len(hits) < want
+        if not exhausted and hits:
+            # Items tied with the store's last one may be cut differently at another
+            # depth: their ranks are unknown until a deeper read settles them.
+            edge = hits[-1][0]
+            kept = [(s, c) for s, c in kept if s != edge]
+        kept.sort(key=lambda hit: (-hit[0], hit[1].id))  # ties in one fixed order
+        self.complete = exhausted and len(kept) <= k
         kept = kept[:k]
         self.ranks = {c.id: i + 1 for i, (_, c) in enumerate(kept)}
         self.chunks = {c.id: c for _, c in kept}
@@ -633,12 +660,8 @@ def _check_op(op: object) -> None:
     if isinstance(op, (GetOp, PutOp)):
         if not isinstance(op.key, str):
             raise InvalidArgumentType(f"key must be a str, got {type(op.key).__name__}")
-        if not op.namespace:
+        if isinstance(op, PutOp) and not op.namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
-    if isinstance(op, PutOp) and op.namespace[0] == "langgraph":
-        raise InvalidNamespaceError(
-            f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
-        )
     if isinstance(op, ListNamespacesOp):
         for cond in op.match_conditions or ():
             if cond.match_type not in ("prefix", "suffix"):
