@@ -57,13 +57,17 @@ def to_documents(items: list[MemoryItem], *, include_score: bool = True) -> list
         if not isinstance(item, MemoryItem):
             raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
         metadata = dict(item.metadata)
-        check_unreserved(metadata)
+        for key in metadata:  # inline: this loop is on every retrieve
+            if key.startswith(RESERVED_PREFIX):
+                check_unreserved(metadata)  # raises, naming the key
         metadata[SOURCE_KEY] = item.source
-        if include_score and item.score is not None:
-            metadata[SCORE_KEY] = item.score
-        if item.id is not None:
-            metadata[ID_KEY] = item.id
-        out.append(Document(page_content=item.content, metadata=metadata, id=item.id))
+        score = item.score
+        if include_score and score is not None:
+            metadata[SCORE_KEY] = score
+        doc_id = item.id
+        if doc_id is not None:
+            metadata[ID_KEY] = doc_id
+        out.append(Document(page_content=item.content, metadata=metadata, id=doc_id))
     return out
 
 

@@ -76,15 +76,20 @@ def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
     nodes: list[NodeWithScore] = []
     seen: set[str] = set()
     for item in items:
-        _check_item(item)
-        _check_reserved(item.metadata)
+        if not isinstance(item, MemoryItem):
+            _check_item(item)  # raises, naming the type
         stamped: dict[str, Any] = dict(item.metadata)
-        stamped[SOURCE_KEY] = item.source
-        if item.score is not None:
-            stamped[SCORE_KEY] = item.score
+        for key in stamped:  # inline: this loop is on every retrieve
+            if key.startswith(RESERVED_PREFIX):
+                _check_reserved(stamped)  # raises, naming the key
+        source = item.source
+        stamped[SOURCE_KEY] = source
+        score = item.score
+        if score is not None:
+            stamped[SCORE_KEY] = score
         node_id = item.id
         if node_id is None:
-            node_id = _stable_id(item.source, item.content)
+            node_id = _stable_id(source, item.content)
         else:
             stamped[ID_KEY] = node_id
         if node_id in seen:
@@ -93,7 +98,7 @@ def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
                 n += 1
             node_id = f"{node_id}{_DUP_SEP}{n}"
         seen.add(node_id)
-        nodes.append(_node(node_id, item.content, stamped, item.score))
+        nodes.append(_node(node_id, item.content, stamped, score))
     return nodes
 
 
