@@ -9,10 +9,10 @@ PIP    := $(BIN)/python -m pip
 # a multi-GB CUDA build through sentence-transformers.
 TORCH  := torch==2.13.0
 PKGS   := -e ".[embeddings,postgres]" -e bridges/langchain -e bridges/llamaindex
-TPKGS  := -e ".[embeddings,postgres,test,bench]" -e "bridges/langchain[test]" -e "bridges/llamaindex[test]"
+TPKGS  := -e ".[embeddings,postgres,test,bench,docs]" -e "bridges/langchain[test]" -e "bridges/llamaindex[test]"
 DEPS   := pyproject.toml bridges/langchain/pyproject.toml bridges/llamaindex/pyproject.toml
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint docs clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -45,5 +45,9 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src bridges tests bench
 	$(BIN)/mypy --strict src bridges/langchain/src bridges/llamaindex/src
 
+# The documentation site (guides, API reference, notebooks) into site/; offline, nothing run.
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -d site
+
 clean:
-	rm -rf $(VENV) .agentkit
+	rm -rf $(VENV) .agentkit site .cache/mkdocs-jupyter

@@ -1,0 +1,156 @@
+"""The documentation site builds with --strict and shows what a user looks things up for.
+
+One `mkdocs build --strict` per module (the same command `make docs` runs, offline, notebooks
+not executed); the tests read the HTML it wrote. --strict turns every warning into a failed
+build: a broken cross-reference, a nav entry without its page, a docstring griffe cannot
+parse.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import griffe
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC_PATHS = [ROOT / "src", ROOT / "bridges/langchain/src", ROOT / "bridges/llamaindex/src"]
+
+# package -> its reference page, relative to the site root
+PAGES = {
+    "agentkit.state.memory": "api/memory.html",
+    "agentkit.kernel": "api/kernel.html",
+    "agentkit.vector": "api/vector.html",
+    "agentkit_langchain": "api/langchain.html",
+    "agentkit_llamaindex": "api/llamaindex.html",
+}
+# Exported lazily (module __getattr__), so documented under their defining module.
+LAZY = {
+    "agentkit.vector.SQLiteVectorStore": "agentkit.vector.sqlite.SQLiteVectorStore",
+    "agentkit.vector.PostgresVectorStore": "agentkit.vector.postgres.PostgresVectorStore",
+    "agentkit.vector.SentenceTransformerEmbedder":
+        "agentkit.vector.sentence.SentenceTransformerEmbedder",
+}
+
+_HEADING = re.compile(r"<h([1-6])\b[^>]*\bid=\"([^\"]+)\"[^>]*>(.*?)</h\1>", re.S)
+_SIGNATURE = re.compile(r'<div class="doc-signature highlight">(.*?)</div>', re.S)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def _page(site: Path, rel: str) -> str:
+    path = site / rel
+    assert path.is_file(), f"{rel} is missing from the built site"
+    return path.read_text(encoding="utf-8")
+
+
+def _object_html(page: str, anchor: str) -> str:
+    """The HTML of one documented object: its heading up to the next same-level heading."""
+    match = re.search(rf'<h([1-6]) id="{re.escape(anchor)}"', page)
+    assert match, f"no entry {anchor!r} on the page"
+    level = match.group(1)
+    end = re.search(rf'<h[1-{level}] id="', page[match.end():])
+    return page[match.start(): match.end() + end.start() if end else len(page)]
+
+
+def _exports() -> list[tuple[str, str]]:
+    names = []
+    for package in PAGES:
+        module = importlib.import_module(package)
+        names += [(package, name) for name in module.__all__]
+    return names
+
+
+def test_every_export_has_an_entry_on_its_packages_page(site: Path) -> None:
+    exports = _exports()
+    assert len(exports) > 60
+    for package, name in exports:
+        anchor = LAZY.get(f"{package}.{name}", f"{package}.{name}")
+        assert f'id="{anchor}"' in _page(site, PAGES[package]), anchor
+
+
+def test_composite_memory_shows_dedupe_and_its_default(site: Path) -> None:
+    entry = _object_html(_page(site, "api/memory.html"), "agentkit.state.memory.CompositeMemory")
+    signature = re.sub(r"<[^>]+>", "", _SIGNATURE.search(entry).group(1))  # type: ignore[union-attr]
+    assert re.search(r'dedupe:\s*DedupeMode \| None = "id"', signature), signature
+    assert re.search(r'on_error:\s*OnErrorPolicy = "raise"', signature), signature
+    # and the parameter is explained, not only listed
+    assert re.search(r"<code>dedupe</code>", entry)
+
+
+def test_memory_item_in_a_signature_links_to_its_entry(site: Path) -> None:
+    memory = _page(site, "api/memory.html")
+    assert 'id="agentkit.state.memory.MemoryItem"' in memory
+    query = _object_html(memory, "agentkit.state.memory.MemorySource.query")
+    assert 'href="#agentkit.state.memory.MemoryItem"' in _SIGNATURE.search(query).group(1)  # type: ignore[union-attr]
+    # across pages: a bridge's signature links back to the memory page's anchor
+    for rel, anchor in [("api/langchain.html", "agentkit_langchain.from_document"),
+                        ("api/llamaindex.html", "agentkit_llamaindex.from_node")]:
+        signature = _SIGNATURE.search(_object_html(_page(site, rel), anchor)).group(1)  # type: ignore[union-attr]
+        hrefs = re.findall(r'href="([^"]+)"[^>]*>MemoryItem<', signature)
+        assert hrefs, f"{anchor}: MemoryItem is not a link"
+        target, _, fragment = hrefs[0].partition("#")
+        assert f'id="{fragment}"' in (site / "api" / target).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("rel", "package"), [("api/langchain.html", "agentkit_langchain"),
+                                              ("api/llamaindex.html", "agentkit_llamaindex")])
+def test_each_bridges_retriever_has_its_page_with_its_keywords(
+    site: Path, rel: str, package: str
+) -> None:
+    entry = _object_html(_page(site, rel), f"{package}.AgentkitRetriever")
+    text = re.sub(r"<[^>]+>", "", entry)
+    for keyword in ("memory", "k", "where", "ctx"):
+        assert f'id="{package}.AgentkitRetriever.{keyword}"' in entry, keyword
+    assert re.search(r"\bk:\s*int = 4\b", text)
+
+
+def test_no_private_name_is_a_heading_anywhere(site: Path) -> None:
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 15
+    for path in pages:
+        for _level, anchor, inner in _HEADING.findall(path.read_text(encoding="utf-8")):
+            name = anchor.rsplit(".", 1)[-1]
+            shown = re.sub(r"<[^>]+>|&para;|\s", "", inner)
+            assert not name.startswith("_"), f"{path.relative_to(site)}: heading {anchor}"
+            assert not shown.startswith("_"), f"{path.relative_to(site)}: heading {shown}"
+
+
+def test_guides_and_notebooks_are_pages(site: Path) -> None:
+    for guide in sorted((ROOT / "docs").glob("*.md")):
+        assert (site / f"{guide.stem}.html").is_file(), guide.name
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        page = _page(site, f"notebooks/{notebook.stem}.html")
+        # rendered, code cells included, not just copied
+        assert "jp-Cell" in page and "import" in page, notebook.name
+
+
+def test_every_export_has_its_own_docstring() -> None:
+    loader = griffe.GriffeLoader(search_paths=[str(p) for p in SRC_PATHS])
+    for package in PAGES:
+        loader.load(package.split(".")[0])
+    loader.resolve_aliases(implicit=False, external=False)
+    missing = []
+    for package, name in _exports():
+        path = LAZY.get(f"{package}.{name}", f"{package}.{name}")
+        obj = loader.modules_collection[path]
+        if obj.is_alias:
+            obj = obj.final_target
+        if not (obj.docstring and obj.docstring.value.strip()):
+            missing.append(path)
+    assert not missing, f"exported without a docstring: {missing}"
