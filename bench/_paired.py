@@ -108,6 +108,28 @@ def paired_async(
     return asyncio.run(run())
 
 
+def handoff_us(calls: int = 2000, rounds: int = 7) -> tuple[float, float]:
+    """Median wall and CPU microseconds of one bare ``run_sync`` of a no-op coroutine:
+    the part of a sync call that is the loop handoff itself, for reading the sync ratio."""
+    from agentkit.interop import run_sync
+
+    async def nothing() -> None:
+        return None
+
+    def once() -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            run_sync(nothing)
+        return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
+
+    once()
+    samples = [once() for _ in range(rounds)]
+    return (
+        statistics.median(s[0] for s in samples) * 1e6,
+        statistics.median(s[1] for s in samples) * 1e6,
+    )
+
+
 def report(prefix: str, label: str, result: Paired, target: float) -> bool:
     """Print the human lines and the ``RESULT`` lines; return whether the target is met."""
     met = result.ratio <= target

@@ -32,7 +32,7 @@ from agentkit.state.memory import MemoryItem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _paired import paired_async, paired_sync, report
+from _paired import handoff_us, paired_async, paired_sync, report
 
 ASYNC_TARGET = 1.15
 SYNC_TARGET = 1.6
@@ -128,6 +128,11 @@ def main() -> None:
         ),
         SYNC_TARGET,
     )
+    wall, cpu = handoff_us()
+    print(
+        f"sync: the bare loop handoff (run_sync of a no-op) is {wall:.1f} us wall, {cpu:.1f} us cpu"
+    )
+    print(f"RESULT llamaindex_overhead_handoff_us={wall:.2f}")
     print(f"RESULT llamaindex_overhead_target_met={int(ok_async and ok_sync)}")
 
 
