@@ -120,8 +120,10 @@ class AgentkitVectorStore(BasePydanticVectorStore):
     The store embeds: node text on ``add``, the query text on ``query``
     (``is_embedding_query`` is False, so retrievers send the text and the store's
     model is the only one that ranks). A query that comes with an embedding only is
-    searched by that vector. Nodes keep id, text, metadata and relationships
-    (LlamaIndex's ``node_to_metadata_dict``); records written by other agentkit code come
+    searched by that vector. The vectors an index computes for its nodes before ``add``
+    are not used (the agentkit stores embed their own text), so ingest embeds twice.
+    Nodes keep id, text, metadata and relationships (LlamaIndex's
+    ``node_to_metadata_dict``); records written by other agentkit code come
     back as plain ``TextNode``s. Every call sees only ``scope`` (default: the unscoped
     bucket); ``bind(scope)`` gives a view of another tenant over the same store.
 
