@@ -6,9 +6,11 @@ reused only when the source's embedder is the store's (recorded by the source or
 declared by the caller) and the row has the store's width; everything else is embedded
 with the store's own embedder, and the report says which happened and why.
 
-The source is read on one thread of its own (readers are blocking library calls), and
-page n+1 is read, checked and embedded while page n is being written, so the slowest
-stage sets the pace instead of the sum of all stages.
+The source is read on one thread of its own (readers are blocking library calls, and
+some clients want one thread). Pages are then checked, embedded and written one after
+another: overlapping them was tried and lost, because a pure-Python embedder and the
+store's writer thread fight over the GIL. A scope that is empty at the start needs no
+lookups of what it holds.
 """
 
 from __future__ import annotations
@@ -180,9 +182,11 @@ async def copy(
     started = time.monotonic()
     kept: list[str] = []
     seen: set[str] = set()
+    # An empty scope holds nothing to compare with: every record is new, no lookups.
+    counter = getattr(store, "count", None)
+    empty = callable(counter) and int(await counter(scope=scope)) == 0
     reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentkit-import")
     loop = asyncio.get_running_loop()
-    pending: asyncio.Task[None] | None = None
     try:
         pages: Iterator[list[Record]] = await loop.run_in_executor(reader, iter, src.pages)
         while True:
@@ -190,24 +194,13 @@ async def copy(
             if records is None:
                 break
             report.read += len(records)
-            ready = await _prepare(records, target, plan, scope, seen, report)
+            ready = await _prepare(records, target, plan, scope, seen, report, empty=empty)
             kept.extend(c.id for c in ready.chunks)
-            if pending is not None:
-                await pending
-                pending = None
             if ready.chunks:
-                pending = asyncio.create_task(_write(ready, target, scope, report))
-            else:
-                _count(ready, report)
+                await _write(ready, target, scope, report)
             if progress is not None:
                 progress(len(records))
-        if pending is not None:
-            await pending
-            pending = None
     finally:
-        if pending is not None and not pending.done():
-            pending.cancel()
-            await asyncio.gather(pending, return_exceptions=True)
         if src.close is not None:
             await loop.run_in_executor(reader, src.close)
         reader.shutdown(wait=False)
@@ -223,36 +216,43 @@ async def _prepare(
     scope: Scope,
     seen: set[str],
     report: CopyReport,
+    *,
+    empty: bool,
 ) -> _Page:
     """Check the page, drop what is already stored as is, and find or make its vectors."""
-    candidates: list[tuple[Chunk, str, Any]] = []
+    candidates: list[tuple[Chunk, Any]] = []
     for record in records:
         checked = _screen(record, seen, report)
         if checked is not None:
             candidates.append(checked)
+    try:  # the stores' own check, on the page at once; one by one only to find culprits
+        check_chunks([c for c, _ in candidates])
+    except AgentkitError:
+        candidates = [(c, v) for c, v in candidates if _unicode_ok(c, report)]
     out = _Page([], [])
     if not candidates:
         return out
-    held = {c.id: c for c in await target.store.get([c.id for c, _, _ in candidates],
-                                                      scope=scope)}
+    held: dict[str, Chunk] = {} if empty else {
+        c.id: c for c in await target.store.get([c.id for c, _ in candidates], scope=scope)
+    }
     todo: list[tuple[Chunk, Any]] = []
-    for chunk, form, vector in candidates:
+    for chunk, vector in candidates:
         old = held.get(chunk.id)
         if old is None:
             out.new += 1
-        elif old.text == chunk.text and _json_form(old.metadata) == form:
+        elif old.text == chunk.text and _json_form(old.metadata) == _json_form(chunk.metadata):
             report.unchanged += 1
             continue
         else:
             out.updated += 1
         todo.append((chunk, vector))
     out.chunks = [c for c, _ in todo]
-    out.reused = [_usable(v, target.dim) if plan.reuse else None for _, v in todo]
+    out.reused = _usable([v for _, v in todo], target.dim) if plan.reuse else [None] * len(todo)
     return out
 
 
-def _screen(record: Record, seen: set[str], report: CopyReport) -> tuple[Chunk, str, Any] | None:
-    """The record as a Chunk plus its metadata's JSON form, or None (skipped, counted)."""
+def _screen(record: Record, seen: set[str], report: CopyReport) -> tuple[Chunk, Any] | None:
+    """The record as a Chunk plus its vector, or None (skipped, counted)."""
     rid = record.id
     if not isinstance(rid, str) or not rid:
         return _skip(report, "id is not a non-empty string", repr(rid))
@@ -270,20 +270,25 @@ def _screen(record: Record, seen: set[str], report: CopyReport) -> tuple[Chunk, 
     if not isinstance(meta, Mapping) or any(not isinstance(k, str) for k in meta):
         return _skip(report, "metadata is not a mapping with string keys", rid)
     try:
-        form = json.dumps(dict(meta), allow_nan=False, ensure_ascii=False, sort_keys=True)
+        meta = meta if isinstance(meta, dict) else dict(meta)
+        form = json.dumps(meta, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         return _skip(report, "metadata is not JSON-serialisable", rid)
     if "\x00" in text or "\\u0000" in form:
         return _skip(report, "NUL character in text or metadata", rid)
-    chunk = Chunk(rid, text, dict(meta))
+    return Chunk(rid, text, meta), record.vector
+
+
+def _unicode_ok(chunk: Chunk, report: CopyReport) -> bool:
     try:
         check_chunks([chunk])
     except AgentkitError:
-        return _skip(report, "not valid Unicode (lone surrogate)", rid)
-    return chunk, form, record.vector
+        _skip(report, "not valid Unicode (lone surrogate)", chunk.id)
+        return False
+    return True
 
 
-def _skip(report: CopyReport, reason: str, rid: str) -> tuple[Chunk, str, Any] | None:
+def _skip(report: CopyReport, reason: str, rid: str) -> tuple[Chunk, Any] | None:
     """Count a skipped record under ``reason``; returns None, as ``_screen`` does then."""
     report.skipped[reason] = report.skipped.get(reason, 0) + 1
     examples = report.examples.setdefault(reason, [])
@@ -299,8 +304,20 @@ def _json_form(metadata: Mapping[str, Any]) -> str | None:
         return None
 
 
-def _usable(vector: Any, dim: int) -> npt.NDArray[np.float32] | None:
-    """The source row as float32 when it can stand in for the store's own (width, finite)."""
+def _usable(vectors: list[Any], dim: int) -> list[npt.NDArray[np.float32] | None]:
+    """Each source row as float32 when it can stand in for the store's own (``dim`` wide,
+    finite), else None. A page of same-width rows is checked as one matrix."""
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError):  # ragged, or None among them
+        return [_row(v, dim) for v in vectors]
+    if matrix.shape != (len(vectors), dim):
+        return [_row(v, dim) for v in vectors]
+    finite: npt.NDArray[np.bool_] = np.asarray(np.isfinite(matrix).all(axis=1))
+    return [matrix[i] if finite[i] else None for i in range(len(vectors))]
+
+
+def _row(vector: Any, dim: int) -> npt.NDArray[np.float32] | None:
     if vector is None:
         return None
     try:
@@ -329,16 +346,12 @@ async def _write(ready: _Page, target: _Target, scope: Scope, report: CopyReport
                     f"expected {(len(missing), target.dim)}"
                 )
             matrix[missing] = fresh
-        for i, row in enumerate(ready.reused):
-            if row is not None:
-                matrix[i] = row
+        have = [i for i, row in enumerate(ready.reused) if row is not None]
+        if have:
+            matrix[have] = np.stack([row for row in ready.reused if row is not None])
         await target.take_vectors(chunks, matrix, scope=scope)
         report.embedded += len(missing)
         report.reused += len(chunks) - len(missing)
-    _count(ready, report)
-
-
-def _count(ready: _Page, report: CopyReport) -> None:
     report.new += ready.new
     report.updated += ready.updated
 
