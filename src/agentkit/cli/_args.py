@@ -143,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_globals(stats, top=False)
     _stats.add_arguments(stats)
 
+    from agentkit.cli import _mcp_args  # the mcp subcommand's flags live with its server
+
+    _mcp_args.register(sub, _add_globals, _positive)
+
     ev = sub.add_parser("eval", help="nDCG and recall on a BEIR-layout folder")
     _add_globals(ev, top=False)
     ev.add_argument("dir", metavar="DIR")

@@ -15,11 +15,18 @@ SNIPPET = 72
 
 
 async def run(
-    store: Any, text: str, *, k: int, mode: Mode, scope: Scope, depth: int
+    store: Any,
+    text: str,
+    *,
+    k: int,
+    mode: Mode,
+    scope: Scope,
+    depth: int,
+    where: dict[str, Any] | None = None,
 ) -> tuple[list[MemoryItem], Stack, float]:
     stack = build(store, mode, depth=depth)
     start = time.perf_counter()
-    items = await stack.memory.query(text, k=k, ctx=Ctx(scope))
+    items = await stack.memory.query(text, k=k, ctx=Ctx(scope), where=where)
     return items, stack, time.perf_counter() - start
 
 
