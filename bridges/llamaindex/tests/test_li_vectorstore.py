@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexMemory, LlamaIndexVectorPort
-from llama_index.core import VectorStoreIndex
+from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
@@ -100,6 +100,30 @@ async def test_from_bare_vector_store() -> None:
         ("p", "penguins swim")
     ]
     assert len(store.data.embedding_dict) == 1
+
+
+async def test_the_named_embed_model_embeds_chunks_and_queries() -> None:
+    index = VectorStoreIndex([], embed_model=AgentkitEmbedding(HashingEmbedder(dim=32)))
+    model = AgentkitEmbedding(HashingEmbedder(dim=64))
+    port = LlamaIndexVectorPort(index, embed_model=model)
+    assert port.embed_model is model
+    await port.upsert([Chunk("p", "penguins live in the south")], scope=Scope())
+    [vector] = index.vector_store.data.embedding_dict.values()  # type: ignore[attr-defined]
+    assert vector == model.get_text_embedding("penguins live in the south")
+    [(_, chunk)] = await port.search("penguins", k=3, scope=Scope())
+    assert chunk.id == "p"
+    with pytest.raises(TypeError, match="embed_model"):
+        LlamaIndexVectorPort(index, embed_model=HashingEmbedder(dim=8))  # type: ignore[arg-type]
+
+
+async def test_from_vector_store_without_a_model_agrees_with_its_index() -> None:
+    """Settings.embed_model embeds the port's writes, and the index's own retriever
+    (same model) finds them."""
+    port = LlamaIndexVectorPort.from_vector_store(SimpleVectorStore())
+    assert port.embed_model is Settings.embed_model
+    await port.upsert([Chunk("p", "penguins live in the south")], scope=Scope())
+    [hit] = port.index.as_retriever(similarity_top_k=1).retrieve("penguins")
+    assert hit.node.node_id == "p"
 
 
 async def test_reserved_and_bad_arguments_refused_before_anything_is_touched() -> None:

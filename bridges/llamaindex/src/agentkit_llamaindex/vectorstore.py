@@ -14,7 +14,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core import Settings, StorageContext, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.utils import embed_nodes
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
@@ -32,6 +32,7 @@ from agentkit.kernel import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.vector._forgetting import check_forget_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_llamaindex._filters import (
     pushdown,
@@ -83,6 +84,13 @@ def _refuse_nul(scope: Scope, batch: list[Chunk]) -> None:
             raise InvalidArgument(f"chunk {chunk.id!r} holds NUL, which PostgreSQL refuses")
 
 
+def _check_embed_model(model: object) -> None:
+    if model is not None and not isinstance(model, BaseEmbedding):
+        raise InvalidArgumentType(
+            f"embed_model must be a llama_index BaseEmbedding, got {type(model).__name__}"
+        )
+
+
 def _stamped(metadata: Mapping[str, Any]) -> bool:
     return interop.ORG_KEY in metadata or interop.DOMAIN_KEY in metadata
 
@@ -124,6 +132,27 @@ def _missing_collection(store: BasePydanticVectorStore) -> bool:
     return not exists(name)
 
 
+def _index_embed_model(index: VectorStoreIndex) -> BaseEmbedding:
+    """The model ``index`` embeds with, for a port built without ``embed_model=``.
+
+    The bridge's ONLY read of a LlamaIndex private attribute, kept here on purpose.
+    llama-index-core gives ``VectorStoreIndex`` no public accessor for its embed
+    model, and the public paths that use it implicitly do not fit the port:
+    ``insert_nodes`` embeds inside the write, so a caller that times out while the
+    text embeds could no longer be told "failed" with nothing landing later; and a
+    ``VectorIndexRetriever`` (which embeds the query) raises ``KeyError`` on the
+    FAISS rows this port has unmapped. ``LlamaIndexVectorPort(index,
+    embed_model=...)`` and ``from_vector_store`` never come here.
+    """
+    model = getattr(index, "_embed_model", None)
+    if not isinstance(model, BaseEmbedding):
+        raise InvalidArgument(
+            "cannot tell which embed model this VectorStoreIndex uses: pass it as "
+            "LlamaIndexVectorPort(index, embed_model=...)"
+        )
+    return model
+
+
 class LlamaIndexVectorPort:
     """A ``VectorStoreIndex`` (its vector store, docstore and embed model) as a VectorPort.
 
@@ -139,12 +168,20 @@ class LlamaIndexVectorPort:
     (``FaissVectorStore``) is refused for scoped use before anything is written and
     works unscoped; ``can_filter=`` overrides the guess for a store we do not know.
     ``uuid_ids=`` likewise overrides whether record ids must be UUIDs (Qdrant).
+
+    ``embed_model=`` names the model the index was built with: the port embeds
+    chunks and queries with it itself (a write embeds before its commit point, so a
+    caller that gives up meanwhile changes nothing). Pass it whenever you can;
+    without it the port uses the index's own model (see ``_index_embed_model``).
+    A different model than the index's would give vectors the index's own
+    retrievers cannot compare.
     """
 
     def __init__(
         self,
         index: VectorStoreIndex,
         *,
+        embed_model: BaseEmbedding | None = None,
         can_filter: bool | None = None,
         uuid_ids: bool | None = None,
     ) -> None:
@@ -152,8 +189,10 @@ class LlamaIndexVectorPort:
             raise InvalidArgumentType(
                 f"index must be a llama_index VectorStoreIndex, got {type(index).__name__}"
             )
+        _check_embed_model(embed_model)
         store = index.vector_store
         self.index = index
+        self._embed_model = embed_model if embed_model is not None else _index_embed_model(index)
         self._can_filter = store_can_filter(store) if can_filter is None else bool(can_filter)
         self._uuid_ids = store_needs_uuid_ids(store) if uuid_ids is None else bool(uuid_ids)
         self._distances = _returns_distances(store)
@@ -171,6 +210,9 @@ class LlamaIndexVectorPort:
     ) -> LlamaIndexVectorPort:
         """Wrap a bare vector store; ``embed_model=None`` means ``Settings.embed_model``.
 
+        The index built here gets the very model the port embeds with, so the two
+        always agree.
+
         A store that keeps no text (the simple store, FAISS) gets a fresh docstore for
         it, so only what is written through this port can be read back; wrap the
         ``VectorStoreIndex`` that holds your nodes to reach those too.
@@ -179,17 +221,20 @@ class LlamaIndexVectorPort:
             raise InvalidArgumentType(
                 f"store must be a llama_index vector store, got {type(store).__name__}"
             )
-        if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
-            raise InvalidArgumentType(
-                f"embed_model must be a BaseEmbedding, got {type(embed_model).__name__}"
-            )
+        _check_embed_model(embed_model)
+        model = embed_model if embed_model is not None else Settings.embed_model
         storage = StorageContext.from_defaults(vector_store=store)
-        index = VectorStoreIndex(nodes=[], storage_context=storage, embed_model=embed_model)
-        return cls(index, can_filter=can_filter, uuid_ids=uuid_ids)
+        index = VectorStoreIndex(nodes=[], storage_context=storage, embed_model=model)
+        return cls(index, embed_model=model, can_filter=can_filter, uuid_ids=uuid_ids)
 
     @property
     def vector_store(self) -> BasePydanticVectorStore:
         return self.index.vector_store
+
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        """The model chunks and queries are embedded with."""
+        return self._embed_model
 
     def __repr__(self) -> str:
         return f"LlamaIndexVectorPort({type(self.vector_store).__name__})"
@@ -227,14 +272,20 @@ class LlamaIndexVectorPort:
         nodes = [self._to_node(scope, c) for c in latest.values()]
         await run_gated(lambda gate: run_blocking(self._replace, nodes, gate))
 
-    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
-        """Remove by id; unknown ids are skipped. Gated like :meth:`upsert`."""
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> int | None:
+        """Remove by id; unknown ids are skipped. Gated like :meth:`upsert`.
+
+        Returns how many records went, counted under the write lock (None for a store
+        that keeps text but cannot read nodes back by id, so cannot tell).
+        """
         wanted = check_ids(ids)
         scope = self._check_scope(scope)
         if not wanted:
-            return  # some stores read an empty id list as "everything"
+            return 0  # some stores read an empty id list as "everything"
         record_ids = list(dict.fromkeys(self._record_id(scope, i) for i in wanted))
-        await run_gated(lambda gate: run_blocking(self._delete_locked, record_ids, gate))
+        return await run_gated(
+            lambda gate: run_blocking(self._delete_counted, record_ids, gate)
+        )
 
     def _to_node(self, scope: Scope, chunk: Chunk) -> TextNode:
         record_id = self._record_id(scope, chunk.id)
@@ -251,7 +302,7 @@ class LlamaIndexVectorPort:
     def _replace(self, nodes: list[TextNode], gate: CommitGate | None = None) -> None:
         # Embed up front (the slow, side-effect-free part), so the gate sits right
         # before the first change to the index; insert_nodes keeps these vectors.
-        vectors = embed_nodes(nodes, self.index._embed_model)
+        vectors = embed_nodes(nodes, self._embed_model)
         for node in nodes:
             node.embedding = vectors[node.node_id]
         with self._lock.write():
@@ -259,6 +310,34 @@ class LlamaIndexVectorPort:
                 return  # the caller gave up and reported this write failed
             self._delete([n.node_id for n in nodes])
             self.index.insert_nodes(nodes)
+
+    def _delete_counted(
+        self, record_ids: list[str], gate: CommitGate | None = None
+    ) -> int | None:
+        """``_delete_locked`` that first counts which of ``record_ids`` are held."""
+        with self._lock.write():
+            if gate is not None and not gate.enter():
+                return 0
+            held = self._held(record_ids)
+            self._delete(record_ids)
+            return held
+
+    def _held(self, record_ids: list[str]) -> int | None:
+        store = self.vector_store
+        if not store.stores_text:
+            table = self.index.index_struct.nodes_dict
+            if isinstance(store, SimpleVectorStore):
+                return sum(1 for i in record_ids if table.get(i) == i)
+            wanted = set(record_ids)
+            return sum(1 for node_id in set(table.values()) if node_id in wanted)
+        try:
+            return len({n.node_id for n in store.get_nodes(record_ids)})
+        except NotImplementedError:
+            return None
+        except Exception:
+            if _missing_collection(store):
+                return 0
+            raise
 
     def _delete_locked(self, record_ids: list[str], gate: CommitGate | None = None) -> None:
         with self._lock.write():
@@ -323,7 +402,7 @@ class LlamaIndexVectorPort:
             return []  # an empty any-of matches nothing
         filters, trusted = plan.filters, plan.scope_pushed
         embedded: list[list[float]] = []  # the query's vector, made once
-        model = self.index._embed_model
+        model = self._embed_model
         if isinstance(model, AgentkitEmbedding):
             # Natively async: embed on the loop. Any other model may block in its async
             # method too, so it embeds in the worker thread, with the first fetch.
@@ -404,7 +483,7 @@ class LlamaIndexVectorPort:
         whose rows we could not use.
         """
         if not embedded:
-            embedded.append(self.index._embed_model.get_query_embedding(query))
+            embedded.append(self._embed_model.get_query_embedding(query))
         store = self.vector_store
         request = VectorStoreQuery(
             query_embedding=embedded[0], similarity_top_k=n, filters=filters, query_str=query
@@ -417,6 +496,61 @@ class LlamaIndexVectorPort:
                     return []
                 raise
             return self._hits(result)
+
+    # -- forgetting (agentkit.vector.ForgettingPort, minus scan) --------------------
+
+    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
+        """Remove the scope's records matching ``where``; how many went.
+
+        The store lists candidates (``get_nodes`` with the pushed-down filters, or the
+        index's own map for stores without text); each is re-checked for scope and
+        ``where`` before it is deleted. An empty ``where`` is refused: use
+        ``delete_scope``. StoreError when the store cannot list its records.
+        """
+        flt = check_forget_where(where)
+        return await self._forget(self._check_scope(scope), flt)
+
+    async def delete_scope(self, *, scope: Scope) -> int:
+        """Remove every record of this one scope; other tenants' records stay."""
+        return await self._forget(self._check_scope(scope), None)
+
+    async def _forget(self, scope: Scope, where: dict[str, Any] | None) -> int:
+        def matching() -> list[str]:
+            with self._lock.read():
+                nodes = self._listed(scope, where)
+            return [
+                node.node_id
+                for node in nodes
+                if interop.in_scope(node.metadata, scope)
+                and matches_where(interop.strip_stamps(node.metadata), where)
+            ]
+
+        record_ids = list(dict.fromkeys(await run_blocking(matching)))
+        if not record_ids:
+            return 0
+        await run_gated(lambda gate: run_blocking(self._delete_locked, record_ids, gate))
+        return len(record_ids)
+
+    def _listed(self, scope: Scope, where: dict[str, Any] | None) -> list[BaseNode]:
+        store = self.vector_store
+        if not store.stores_text:
+            node_ids = list(dict.fromkeys(self.index.index_struct.nodes_dict.values()))
+            found = self.index.docstore.get_nodes(node_ids, raise_error=False)
+            return [node for node in found if node is not None]
+        plan = pushdown(store, scope, where, can_filter=self._can_filter)
+        if plan is None:
+            return []  # an empty any-of matches nothing
+        try:
+            return list(store.get_nodes(None, filters=plan.filters))
+        except NotImplementedError as exc:
+            raise StoreError(
+                f"{type(store).__name__} cannot list its records (no get_nodes), so "
+                "LlamaIndexVectorPort cannot delete by where or scope; delete by ids works"
+            ) from exc
+        except Exception:
+            if _missing_collection(store):
+                return []
+            raise
 
     def _hits(self, result: VectorStoreQueryResult) -> list[_Hit | None]:
         scores = list(result.similarities or [])
