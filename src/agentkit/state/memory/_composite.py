@@ -55,7 +55,7 @@ class CompositeMemory:
     Every member is asked for ``k`` items concurrently (each bounded by ``timeout``
     seconds). The pool is deduplicated first (``dedupe``), because a reranker scoring
     two copies of one passage pays twice and then spends two top-k slots on it; the
-    reranker (default :func:`score_sort_rerank`) then orders it and the list is cut
+    reranker (default ``score_sort_rerank``) then orders it and the list is cut
     to ``k``. Items that did not collide come back as the very objects their backend
     returned; a survivor of a collision is a copy stamped ``dedupe_sources`` and
     ``dedupe_count``.
@@ -68,6 +68,26 @@ class CompositeMemory:
 
     Observation emitted: ``memory.source_failed`` (source, error type name, elapsed
     seconds), once per failing member, under ``on_error="skip"``.
+
+    Args:
+        sources: The members, asked concurrently. Their order breaks score ties and
+            numbers members that share a name.
+        reranker: Orders the deduplicated pool. ``None`` means ``score_sort_rerank``
+            (raw scores, descending), which suits members on one scale; pass
+            ``rrf_rerank`` when they score on different scales.
+        name: This composite's own name, for attribution when it is nested in another.
+        dedupe: ``"id"`` merges copies that share an id or have identical content,
+            ``"content"`` merges identical content only, ``None`` keeps every copy
+            (see ``DedupeMode``).
+        on_error: ``"raise"`` or ``"skip"`` (see ``OnErrorPolicy``).
+        timeout: Seconds each member may take per call; a member past it has failed.
+            ``None`` waits as long as the slowest member.
+
+    Raises:
+        InvalidArgument: An unknown ``dedupe`` or ``on_error`` value, or a timeout that is
+            not a positive number of seconds.
+        InvalidArgumentType: A member without ``query()`` and ``write()``, or a reranker
+            that is not callable.
     """
 
     sources: list[MemorySource]
@@ -105,6 +125,23 @@ class CompositeMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Ask every member for ``k`` items at once; dedupe, rerank, keep the best ``k``.
+
+        Args:
+            query: The text to recall for.
+            k: How many items to return at most; each member is asked for ``k`` too.
+            ctx: The run's context; its scope reaches every member.
+            where: Metadata equality filter, handed to every member as is.
+
+        Returns:
+            At most ``k`` items, best first, as the reranker ordered them.
+
+        Raises:
+            CompositeQueryError: Under ``on_error="raise"``, a member failed or timed
+                out (``succeeded`` and ``failed`` name which); under ``"skip"``, all did.
+            InvalidArgument: ``k`` below 1.
+            InvalidArgumentType: A non-str query, a non-int ``k`` or a non-dict ``where``.
+        """
         query = check_query(query)
         k = check_k(k)
         where = check_where(where)
