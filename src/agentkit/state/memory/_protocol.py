@@ -15,6 +15,13 @@ class MemorySource(Protocol):
 
     Implementations must honour ``ctx.scope`` when the backend spans tenants.
     ``accepts_writes`` is optional and read with ``getattr(..., True)``.
+
+    A structural protocol: any object with these three members is a source, no
+    subclassing needed, which is how third-party backends plug in unchanged.
+
+    Attributes:
+        name: What every item this source returns carries as its ``source``, and how
+            composites name the source in errors and traces.
     """
 
     name: str
@@ -26,16 +33,37 @@ class MemorySource(Protocol):
         k: int,
         ctx: Ctx,
         where: dict[str, Any] | None = None,
-    ) -> list[MemoryItem]: ...
+    ) -> list[MemoryItem]:
+        """Recall up to ``k`` items for ``query``, best first, from ``ctx.scope`` only.
 
-    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None: ...
+        Args:
+            query: The text to recall for.
+            k: The most items wanted (at least 1).
+            ctx: The run's context; its scope is the tenant the answer belongs to.
+            where: Metadata equality filter (a list value means any of); ``None``
+                filters nothing.
+
+        Returns:
+            At most ``k`` items, scored on this source's own scale.
+        """
+        ...
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Store ``items`` under ``ctx.scope``; read-only sources refuse or ignore.
+
+        Args:
+            items: What to remember; an empty batch is a no-op.
+            ctx: The run's context; its scope is the tenant the items belong to.
+        """
+        ...
 
 
 class Reranker(Protocol):
     """Second pass over a merged pool: puts items from different scales on one axis.
 
     Awaited as ``await reranker(query, items, k=k)``; returns at most ``k`` items,
-    best first.
+    best first. Any async callable of that shape works, so a partial of
+    ``rrf_rerank`` or a framework's cross-encoder wrapped by a bridge plugs in alike.
     """
 
     async def __call__(
