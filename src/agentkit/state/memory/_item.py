@@ -23,6 +23,22 @@ class MemoryItem:
     caller, a merge hands on the objects its members returned), so one holder
     editing an item in place would change it for all the others. Annotate with
     ``dataclasses.replace`` instead.
+
+    Args:
+        content: The text the agent reads.
+        source: The name of the source that produced the item (never empty); composites
+            and traces attribute by it.
+        score: Relevance on that source's own scale (cosine, BM25, recency, ...), or
+            ``None`` when the source does not rank. Not comparable across sources
+            without a reranker.
+        metadata: String-keyed tags (path, title, position, ...); stored as a
+            read-only copy.
+        id: The backend's record id, when it has one; ``"id"`` dedupe merges copies by it.
+
+    Raises:
+        InvalidArgumentType: A field of the wrong type (a non-str content or source,
+            a non-mapping metadata or a non-str key in it).
+        InvalidArgument: An empty ``source``, or a NaN or infinite score.
     """
 
     content: str
