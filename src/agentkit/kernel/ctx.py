@@ -18,6 +18,15 @@ class Scope:
     """The tenant bucket every backend keys on.
 
     ``""`` is normalised to ``None`` so the two spellings of "unset" are one bucket.
+    Frozen and hashable, so stores can key their buckets on it directly.
+
+    Args:
+        org_id: The organisation (tenant); ``None`` leaves it unset.
+        domain_id: The area inside the organisation (a team, a product, a user);
+            ``None`` leaves it unset.
+
+    Raises:
+        InvalidArgumentType: An id that is neither a str nor ``None``.
     """
 
     org_id: str | None = None
@@ -46,7 +55,13 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """One thing that happened during a run, for traces and audits."""
+    """One thing that happened during a run, for traces and audits.
+
+    Attributes:
+        kind: A dotted name such as ``memory.source_failed``.
+        data: The details, read-only.
+        at: Wall-clock time of the observation (``time.time()``).
+    """
 
     kind: str
     data: Mapping[str, Any]
@@ -66,6 +81,7 @@ class Timeline:
         self._lock = threading.Lock()
 
     def append(self, observation: Observation) -> None:
+        """Add ``observation`` at the end; ``Ctx.observe`` is the usual way in."""
         with self._lock:
             self._items.append(observation)
 
@@ -89,7 +105,19 @@ def _run_id() -> str:
 
 @dataclass(slots=True)
 class Ctx:
-    """The per-run context passed as ``ctx=`` to every memory call."""
+    """The per-run context passed as ``ctx=`` to every memory call.
+
+    One object per run: the tenant every layer checks and the timeline every layer
+    reports to, so a decorator deep in a stack needs nothing else to do either.
+
+    Args:
+        scope: The tenant this run serves; the default ``Scope()`` is unscoped.
+        run_id: Identifies the run in traces; a fresh random hex id by default.
+        timeline: Where the run's observations go; a new empty one by default.
+
+    Raises:
+        InvalidArgumentType: ``scope`` is not a ``Scope``.
+    """
 
     scope: Scope = field(default_factory=Scope)
     run_id: str = field(default_factory=_run_id, kw_only=True)
