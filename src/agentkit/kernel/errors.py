@@ -44,6 +44,11 @@ class CompositeWriteError(AgentkitError, RuntimeError):
 
     The split tells an operator what to replay: ``accepted`` committed, ``refused``
     declared itself read-only and stored nothing, ``failed`` raised.
+
+    Args:
+        accepted: Names of the members that committed the write.
+        failed: Each failed member's name and the exception it raised.
+        refused: Names of the read-only members that stored nothing.
     """
 
     def __init__(
@@ -68,6 +73,11 @@ class CompositeQueryError(AgentkitError, RuntimeError):
 
     Raised only once every source has settled; ``succeeded`` maps each healthy
     source to what it returned, ``failed`` maps the rest to their exception.
+
+    Args:
+        succeeded: Each healthy member's name and the items it returned.
+        failed: Each failed member's name and its exception (``TimeoutError`` for one
+            past the composite's ``timeout``).
     """
 
     def __init__(
@@ -90,6 +100,10 @@ class MemoryWriteRefused(AgentkitError):
 
     Not a PermissionError on purpose: "wrong tenant" and "read-only by policy" must
     stay distinguishable where they are caught.
+
+    Args:
+        source: The read-only source's name.
+        n: How many items the refused write carried.
     """
 
     def __init__(self, *, source: str, n: int) -> None:
