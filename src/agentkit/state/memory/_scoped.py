@@ -27,6 +27,17 @@ class ScopedMemory:
     exception it raises becomes ScopeViolation (a PermissionError) with the original
     chained, and the wrapped source is not touched. ``name=""`` mirrors the wrapped
     source so the guard is invisible in attribution.
+
+    Args:
+        inner: The source to guard.
+        enforce: ``enforce(ctx)`` (sync or async) answering whether the call may go
+            ahead; ``None`` demands a complete scope.
+        name: The name items and traces carry; ``""`` takes the wrapped source's.
+
+    Raises:
+        InvalidArgumentType: ``enforce`` is neither callable nor ``None``.
+        ScopeViolation: From ``query``, ``write``, ``delete`` and ``forget``, when the
+            check refuses the call's ``ctx``; nothing was read or written.
     """
 
     inner: MemorySource
