@@ -42,6 +42,16 @@ class ReadOnlyMemory:
 
     ``name=""`` mirrors the wrapped source's name, keeping the guard invisible in
     attribution.
+
+    Args:
+        inner: The source to protect from writes.
+        on_write: ``"refuse"`` (raise) or ``"ignore"`` (drop, counted and observed);
+            see ``OnWritePolicy``.
+        name: The name items and traces carry; ``""`` takes the wrapped source's.
+
+    Raises:
+        InvalidArgument: An unknown ``on_write`` value.
+        MemoryWriteRefused: From ``write``, ``delete`` and ``forget`` under ``"refuse"``.
     """
 
     inner: MemorySource
