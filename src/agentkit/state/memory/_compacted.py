@@ -28,6 +28,18 @@ class CompactedMemory:
     are compacted concurrently. ``max_items`` caps the list (applied before compaction,
     which is one-to-one, so no work is spent on items that would be dropped).
     Writes pass straight through: compaction is a read-side concern.
+
+    Args:
+        inner: The source whose answers are compacted.
+        compactor: Anything with ``async compact(messages, *, ctx)`` returning messages
+            (a summariser, a truncator).
+        max_items: Keep at most this many items, before compacting; ``None`` keeps all.
+        name: The name items and traces carry; ``""`` takes the wrapped source's.
+
+    Raises:
+        InvalidArgumentType: A ``compactor`` without ``compact``, or a non-int
+            ``max_items``.
+        InvalidArgument: ``max_items`` below 1.
     """
 
     inner: MemorySource
