@@ -39,6 +39,15 @@ class SequentialMemory:
     has failed too (InvalidArgumentType naming it), and is never handed on.
     ``"raise"`` wraps the first failure in CompositeQueryError, with what earlier
     tiers returned under ``succeeded``.
+
+    Args:
+        sources: The tiers, cheapest first; writes reach the first one only.
+        name: This chain's name in attribution, errors and traces.
+        on_error: ``"raise"`` or ``"skip"`` (see ``OnErrorPolicy``).
+
+    Raises:
+        InvalidArgument: An unknown ``on_error`` value.
+        InvalidArgumentType: A tier without ``query()`` and ``write()``.
     """
 
     sources: list[MemorySource]
