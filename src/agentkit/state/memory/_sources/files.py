@@ -48,6 +48,11 @@ class FileMemory:
 
     ``files`` is duck-typed (async ``view``/``create``/``delete``); None means
     a fresh InMemoryFiles.
+
+    Args:
+        files: The file system to search (``InMemoryFiles``, ``LocalFiles`` or
+            anything with the same async methods); ``None`` starts an empty one.
+        name: The name items and traces carry.
     """
 
     files: Any = None
