@@ -34,6 +34,11 @@ class JournalMemory(Generic[T]):
     filter broadcast across a composite from failing here. The id is the
     entry's own ``id`` attribute when it has one, otherwise its position in the
     journal, which is stable because the journal only appends.
+
+    Args:
+        journal: The journal to read; entries appended later are seen by later queries.
+        render: Turns one entry into the text that is searched and returned.
+        name: The name items and traces carry.
     """
 
     journal: MutationJournal[T]
