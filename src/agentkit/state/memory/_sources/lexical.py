@@ -29,6 +29,15 @@ class LexicalMemory:
     are written by the VectorMemory over the same store (the store embeds and indexes
     words in one transaction). A composite files this member under ``refused``.
     ``where`` is a default filter; a call-time ``where`` merges over it key by key.
+
+    Args:
+        store: A store with ``lexical_search`` (a ``LexicalPort``: the SQLite and
+            PostgreSQL stores).
+        name: The name items and traces carry.
+        where: A filter applied to every query, under the call's own.
+
+    Raises:
+        InvalidArgumentType: A store without ``lexical_search``, or an empty name.
     """
 
     store: Any
