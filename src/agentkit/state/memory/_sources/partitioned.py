@@ -52,6 +52,17 @@ class PerScopeMemory:
     stored yet. When given, a query for a scope it denies answers ``[]`` without
     building or keeping a source: reads never create, so probing a thousand unknown
     tenants leaves nothing behind. Writes always build.
+
+    Args:
+        factory: ``factory(scope)``, sync or async, building one tenant's source.
+        name: The name traces carry (items keep their own source's name).
+        exists: Optional ``exists(scope)``, sync or async: whether a tenant has
+            anything stored; lets queries for unknown tenants build nothing.
+
+    Raises:
+        InvalidArgumentType: A ``factory`` or ``exists`` that is not callable, or an
+            empty name.
+        ScopeViolation: From ``query`` and ``write``, for a scope without both ids.
     """
 
     factory: SourceFactory
@@ -194,6 +205,18 @@ def files_per_scope(
     file system, and ``..`` or ``/`` in an id can never climb out of ``root``.
     A tenant's directory is made by its first write; a query for a tenant without
     one answers ``[]`` and creates nothing.
+
+    Args:
+        root: An existing directory holding one sub-directory per tenant.
+        name: The name items and traces carry.
+        max_bytes: Files larger than this are skipped (``None``: no limit).
+
+    Returns:
+        A ``PerScopeMemory`` building one ``FileMemory`` per tenant.
+
+    Raises:
+        InvalidArgumentType: ``root`` is not a path.
+        NotADirectoryError: ``root`` does not exist or is not a directory.
     """
     if not isinstance(root, (str, os.PathLike)):
         raise InvalidArgumentType(f"root must be a path, got {type(root).__name__}")
