@@ -27,6 +27,10 @@ class ScratchpadMemory:
     no score or id: a scratchpad neither ranks nor has stable record keys.
     ``where`` is matched against that metadata: ``where={"key": ...}`` selects
     entries by key (a list means any of them); any other key matches nothing.
+
+    Args:
+        context: The working context whose scratchpad is read and written.
+        name: The name items and traces carry.
     """
 
     context: WorkingContext
