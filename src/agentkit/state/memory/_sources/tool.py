@@ -29,8 +29,15 @@ class ToolMemory:
     The tool is called with ``{query_arg: query, "limit": k, **where}``: where
     keys pass straight through so a tool with a typed parameter (``site=``)
     receives them as-is. Its return value is parsed by ``result_to_items`` (or
-    :func:`default_parse`), every item is restamped with this source's name,
+    ``default_parse``), every item is restamped with this source's name,
     and the list is cut to ``k`` in case the tool ignored ``limit``.
+
+    Args:
+        tool: Anything with ``async invoke(args, *, ctx)``.
+        query_arg: The argument the query text goes in.
+        result_to_items: ``parse(result, query)`` turning the tool's answer into items;
+            ``None`` uses ``default_parse``.
+        name: The name items and traces carry.
     """
 
     tool: Any
@@ -87,6 +94,13 @@ def default_parse(result: Any, query: str) -> list[MemoryItem]:
     that is not a finite number is dropped to None (kept in metadata as
     ``score``) rather than failing the whole recall. ``query`` is unused here
     and exists for parity with custom parsers.
+
+    Args:
+        result: What the tool returned.
+        query: The query it was called with (unused).
+
+    Returns:
+        The items, in the tool's order, before ``ToolMemory`` restamps their source.
     """
     if isinstance(result, Mapping) and "results" in result:
         return default_parse(result["results"], query)
