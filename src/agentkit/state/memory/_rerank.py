@@ -44,9 +44,18 @@ async def score_sort_rerank(query: str, items: list[MemoryItem], *, k: int) -> l
 
     The output score is the input score, untouched, so it only means something when
     every item came from one scale. Mixed sources let the widest scale take the top
-    slots (BM25's 12.3 beats any cosine); use :func:`rrf_rerank` for those. The sort
-    is stable, so equal scores keep pool order, and an unranked source (a tool, a
-    journal) still surfaces after the ranked ones.
+    slots (BM25's 12.3 beats any cosine); use
+    [`rrf_rerank`][agentkit.state.memory.rrf_rerank] for those. The sort is stable, so
+    equal scores keep pool order, and an unranked source (a tool, a journal) still
+    surfaces after the ranked ones.
+
+    Args:
+        query: The query the pool answers (unused: the order comes from the scores).
+        items: The merged pool.
+        k: How many items to keep.
+
+    Returns:
+        The ``k`` best items, the same objects as in ``items``.
     """
     k = check_k(k)
     try:
@@ -77,6 +86,21 @@ async def rrf_rerank(
     source's head more), with ``functools.partial``. Ranks come from the
     composite that called us when it published them, otherwise from each item's
     position among same-source items in ``items``.
+
+    Args:
+        query: The query the pool answers (unused: only ranks count).
+        items: The merged pool.
+        k: How many items to keep.
+        weights: Per-source multipliers, by source name; a missing source weighs 1.0.
+        constant: Added to every rank; damps how much the first places dominate.
+
+    Returns:
+        The ``k`` best items by fused score, best first, as new items.
+
+    Raises:
+        InvalidArgument: A NaN, infinite or negative ``constant`` or weight.
+        InvalidArgumentType: A non-number ``constant`` or weight, or ``weights`` that
+            is not a mapping.
     """
     k = check_k(k)
     weight = _check_weights(weights)
