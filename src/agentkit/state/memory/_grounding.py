@@ -36,6 +36,19 @@ def as_grounding_source(
     Rendering is left to the request builder, downstream of its admission filter,
     so a rule such as "drop model-authored memories" sees items rather than text.
     ``k`` and ``where`` are checked and fixed here, at wiring time.
+
+    Args:
+        memory: The source or stack to recall from.
+        k: How many items each call recalls.
+        where: A filter every call applies.
+
+    Returns:
+        ``await ground(ctx, task)``: the items recalled for ``task`` in ``ctx``'s scope.
+
+    Raises:
+        InvalidArgumentType: ``memory`` is not a MemorySource, or a bad ``k`` or
+            ``where`` type.
+        InvalidArgument: ``k`` below 1.
     """
     _check_member(memory, "memory")
     k = check_k(k)
@@ -58,8 +71,22 @@ def as_grounder(
 ) -> Callable[[Ctx, str], Awaitable[str]]:
     """A closure that recalls for the user task and renders to prompt text.
 
-    ``format`` replaces :func:`render_grounding` when the prompt wants another shape.
-    For query rewriting (HyDE, decomposition) wrap the memory, not this closure.
+    ``format`` replaces [`render_grounding`][agentkit.state.memory.render_grounding]
+    when the prompt wants another shape. For query rewriting (HyDE, decomposition)
+    wrap the memory, not this closure.
+
+    Args:
+        memory: The source or stack to recall from.
+        k: How many items each call recalls.
+        where: A filter every call applies.
+        format: Renders the items to text; ``None`` uses ``render_grounding``.
+
+    Returns:
+        ``await ground(ctx, task)``: the rendered text for ``task`` in ``ctx``'s scope.
+
+    Raises:
+        InvalidArgumentType: A ``format`` that is not callable, or the errors of
+            ``as_grounding_source``.
     """
     if format is not None and not callable(format):
         raise InvalidArgumentType(f"format must be a callable or None, got {type(format).__name__}")
