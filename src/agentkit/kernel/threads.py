@@ -7,12 +7,12 @@ lands after the caller was told "timed out", a CompositeMemory split that says
 
 Two ways out, one per situation:
 
-* :func:`run_gated`: we own the thread's code. The thread asks a
-  :class:`CommitGate` right before the step that makes the write visible; a caller
+* ``run_gated``: we own the thread's code. The thread asks a
+  ``CommitGate`` right before the step that makes the write visible; a caller
   that gave up first closes the gate and the thread skips that step. If the thread
   got there first, the caller waits for it (the step is short) and reports what
   really happened.
-* :func:`finish_or_undo`: the write is a framework call we cannot stop midway. On
+* ``finish_or_undo``: the write is a framework call we cannot stop midway. On
   cancellation we wait for it, then run ``undo``; with no way to undo, we report the
   write's real outcome instead.
 
@@ -39,8 +39,8 @@ T = TypeVar("T")
 class CommitGate:
     """A one-shot meeting point between a worker thread and the coroutine awaiting it.
 
-    Whoever arrives first wins: the thread by :meth:`enter` (it will commit), or the
-    caller by :meth:`close` (the thread must not). A lock makes the pair atomic, so
+    Whoever arrives first wins: the thread by ``enter()`` (it will commit), or the
+    caller by ``close()`` (the thread must not). A lock makes the pair atomic, so
     there is no moment where both believe they won.
     """
 
@@ -68,6 +68,7 @@ class CommitGate:
 
     @property
     def closed(self) -> bool:
+        """Whether the caller gave up first; the thread then never commits."""
         return self._state == "closed"
 
 
@@ -79,6 +80,12 @@ async def run_gated(start: Callable[[CommitGate], Awaitable[T]]) -> T:
     propagates and the thread skips its commit (not waited for: it only cleans up);
     otherwise the thread is already committing, so we wait for it and return or raise
     whatever it did.
+
+    Args:
+        start: Launches the thread with a fresh gate and awaits it.
+
+    Returns:
+        What the thread returned.
     """
     gate = CommitGate()
     task = asyncio.ensure_future(start(gate))
@@ -101,6 +108,16 @@ async def finish_or_undo(
     ``undo=None`` says the change cannot be taken back: ``work``'s own outcome is
     returned or raised, so a write that landed is reported as landed. If ``undo``
     itself fails, StoreError says the write may have landed after the caller gave up.
+
+    Args:
+        work: The write to await.
+        undo: Takes the write back after a cancellation; ``None`` if it cannot be.
+
+    Returns:
+        What ``work`` returned, when it was not cancelled (or ``undo`` is ``None``).
+
+    Raises:
+        StoreError: ``undo`` failed, so the store may hold the write.
     """
     task = asyncio.ensure_future(work)
     try:
