@@ -1,6 +1,6 @@
 """The whole exception tree, in one place.
 
-Every exception the framework raises derives from :class:`AgentkitError`, so one
+Every exception the framework raises derives from ``AgentkitError``, so one
 ``except AgentkitError`` catches the surface. Where a builtin is the natural catch
 (``PermissionError``, ``ValueError``), the class subclasses both.
 """
