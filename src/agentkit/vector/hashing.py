@@ -49,6 +49,14 @@ class HashingEmbedder:
     and stay valid in a durable store. Rows are L2-normalised; a text with no
     word characters has no features and yields an all-zero row (which scores 0
     against everything) rather than a division by zero.
+
+    Args:
+        dim: The number of buckets, i.e. the row width. More buckets mean fewer
+            unrelated features colliding.
+
+    Raises:
+        InvalidArgumentType: A non-int ``dim``.
+        InvalidArgument: ``dim`` below 2.
     """
 
     def __init__(self, dim: int = 256) -> None:
