@@ -16,7 +16,17 @@ from agentkit.kernel.validate import lone_surrogate, unicode_problem
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One stored record: an id unique within its scope, its text, its tags."""
+    """One stored record: an id unique within its scope, its text, its tags.
+
+    Args:
+        id: The record's key inside its scope; upserting the same id replaces it.
+        text: What is embedded, searched and returned.
+        metadata: Tags that ``where`` filters match against.
+
+    Raises:
+        InvalidArgumentType: An empty or non-str id, a non-str text or a non-mapping
+            metadata.
+    """
 
     id: str
     text: str
@@ -37,9 +47,15 @@ class Chunk:
 
 @runtime_checkable
 class VectorPort(Protocol):
-    """Text in, scored chunks out; the store embeds. Every call is bucketed by scope."""
+    """Text in, scored chunks out; the store embeds. Every call is bucketed by scope.
 
-    async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None: ...
+    The store embeds (it owns the embedder), so a query is always compared with
+    records embedded by the same model.
+    """
+
+    async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
+        """Store ``chunks`` in ``scope``'s bucket, replacing any with the same id."""
+        ...
 
     async def search(
         self,
@@ -48,7 +64,16 @@ class VectorPort(Protocol):
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
-    ) -> list[tuple[float, Chunk]]: ...
+    ) -> list[tuple[float, Chunk]]:
+        """The ``k`` chunks of ``scope`` nearest ``query``, as ``(score, chunk)``, best first.
+
+        Args:
+            query: The text to embed and compare.
+            k: How many chunks at most.
+            scope: The only bucket searched.
+            where: Metadata filter (``matches_where``'s rule); ``None`` filters nothing.
+        """
+        ...
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> int | None:
         """Remove ``ids`` from the bucket; unknown ids are ignored. Returns how many went
@@ -65,9 +90,13 @@ class ForgettingPort(Protocol):
     ``after`` being the last id of the previous page.
     """
 
-    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int: ...
+    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
+        """Remove every chunk of ``scope`` that ``where`` matches; returns how many went."""
+        ...
 
-    async def delete_scope(self, *, scope: Scope) -> int: ...
+    async def delete_scope(self, *, scope: Scope) -> int:
+        """Remove every chunk of ``scope``; returns how many went."""
+        ...
 
     async def scan(
         self,
@@ -76,22 +105,40 @@ class ForgettingPort(Protocol):
         where: Mapping[str, Any] | None = None,
         after: str | None = None,
         limit: int = 1000,
-    ) -> list[Chunk]: ...
+    ) -> list[Chunk]:
+        """One page of ``scope``'s chunks in ascending id order, those after ``after``."""
+        ...
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Texts to L2-normalised float32 rows of width ``dim``."""
+    """Texts to L2-normalised float32 rows of width ``dim``.
+
+    Unit rows make a dot product the cosine, which is what every store computes.
+
+    Attributes:
+        dim: The width of every row.
+    """
 
     dim: int
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One row per text, in order: shape ``(len(texts), dim)``."""
+        ...
 
 
 def matches_where(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
     """The ``where`` rule every store shares: equality per key; a list/tuple/set is any-of.
 
     A missing key never matches, so a filter cannot be satisfied by absence.
+    ``True`` and ``1`` are told apart, though Python calls them equal.
+
+    Args:
+        metadata: A record's tags.
+        where: The filter; ``None`` or empty matches everything.
+
+    Returns:
+        Whether every key of ``where`` matches.
     """
     if not where:
         return True
