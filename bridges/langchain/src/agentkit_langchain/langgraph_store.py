@@ -21,7 +21,7 @@ import functools
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -67,8 +67,8 @@ _EXPIRES = "lg_expires"
 _TTL = "lg_ttl"
 _INDEXED = "lg_indexed"
 _PAGE = 1000
-# How deep each half is read first; deepened (x4) until the top is provably exact.
-_FIRST_DEPTH = 64
+# How deep each half is read for the fused head: the CLI's hybrid depth.
+_HEAD = 50
 _RANGE_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 
 
@@ -296,55 +296,79 @@ class AgentkitStore(BaseStore):
         return [_search_item(c, score) for score, c in window]
 
     async def _ranked(
-        self, query: str, prefix: tuple[str, ...], keep: Any, n: int
+        self, query: str, prefix: tuple[str, ...], visible: Callable[[Chunk], bool], n: int
     ) -> list[tuple[float | None, Chunk]]:
-        """The top ``n`` of ONE ranking of every indexed item under ``prefix``.
+        """The first ``n`` of ONE ranking of every indexed item under ``prefix``.
 
-        A store without a lexical index ranks by cosine alone (the score is the cosine,
-        as LangGraph's stores report it). Otherwise each half is read ``depth`` deep
-        and fused with the project's RRF (the CLI's constant). Reading deeper can only
-        move items the shallow read had not seen, so the read deepens until the top
-        ``n`` is exact: each has a known rank in every half not yet exhausted, and
-        nothing unseen could outscore the ``n``-th. ``offset``/``limit`` then slice
-        the same list whatever ``n`` is.
+        Without a lexical index the ranking is by cosine and the score is the cosine,
+        as LangGraph's stores report it. With one, the head is the CLI's hybrid: each
+        half read ``_HEAD`` deep (a fixed depth, so the head never depends on the
+        page asked for) and fused with the project's ``rrf_rerank`` at the CLI's
+        constant; every other indexed item follows in dense order, scored as RRF
+        scores a lone dense rank past the head (always below any head score). So
+        ``offset``/``limit`` slice the same list whatever they are.
         """
-        where = _prefix_where(prefix, indexed=True)
+        # Only the segments go to the store (one pass there); the rest is checked on
+        # the hits, which is cheaper than a longer ``where`` over every row.
+        where = {_seg(i): label for i, label in enumerate(prefix)} or None
         ctx = Ctx(scope=self._scope)
         if n == 0:
             return []
+
+        def rankable(chunk: Chunk) -> bool:
+            meta = chunk.metadata
+            return meta.get(_MARK) is True and meta.get(_INDEXED) is True and visible(chunk)
+
+        keep = rankable
         if not self._lexical:
-            # One list: its own top n is exact, and its cosine is the score.
-            depth = n
-            while True:
-                dense = _Half(self.store.search, "dense", keep)
-                hits = await dense.query(query, k=depth, ctx=ctx, where=where)
-                if dense.complete or len(hits) >= n:
-                    return [
-                        (_finite(h.score), dense.chunks[h.id]) for h in hits[:n] if h.id is not None
-                    ]
-                depth *= 4
-        depth = max(_FIRST_DEPTH, 2 * n)
+            hits, dense = await self._dense(query, n, keep, ctx, where)
+            return [(_finite(h.score), dense.chunks[h.id]) for h in hits if h.id is not None]
+        halves = [
+            _Half(self.store.search, "dense", keep, depth=_HEAD),
+            _Half(self.store.lexical_search, "lexical", keep, depth=_HEAD),
+        ]
+        members: list[MemorySource] = list(halves)
+        fusion = CompositeMemory(
+            members,
+            reranker=functools.partial(rrf_rerank, constant=RRF_CONSTANT),
+            name="langgraph-hybrid",
+        )
+        fused = await fusion.query(query, k=2 * _HEAD, ctx=ctx, where=where)
+        chunks = {**halves[1].chunks, **halves[0].chunks}
+        out: list[tuple[float | None, Chunk]] = [
+            (_finite(item.score), chunks[item.id]) for item in fused if item.id is not None
+        ]
+        if len(out) >= n or halves[0].complete:
+            return out[:n]
+        head = {c.id for _, c in out}
+        floor = min((s for s, _ in out if s is not None), default=math.inf)
+        hits, dense = await self._dense(query, n + len(head), keep, ctx, where)
+        for rank, hit in enumerate(hits, start=1):
+            if hit.id is None or hit.id in head:
+                continue
+            # Past the head a dense rank is the only one counted; ties at the head's
+            # edge must not lift a tail item above the head.
+            floor = min(floor, 1.0 / (RRF_CONSTANT + rank))
+            out.append((floor, dense.chunks[hit.id]))
+            if len(out) >= n:
+                break
+        return out
+
+    async def _dense(
+        self,
+        query: str,
+        n: int,
+        keep: Callable[[Chunk], bool],
+        ctx: Ctx,
+        where: dict[str, Any] | None,
+    ) -> tuple[list[MemoryItem], _Half]:
+        """The dense half's first ``n`` (fewer only when the half is exhausted)."""
+        depth = n
         while True:
-            halves = [
-                _Half(self.store.search, "dense", keep),
-                _Half(self.store.lexical_search, "lexical", keep),
-            ]
-            members: list[MemorySource] = list(halves)
-            fusion = CompositeMemory(
-                members,
-                reranker=functools.partial(rrf_rerank, constant=RRF_CONSTANT),
-                name="langgraph-hybrid",
-            )
-            fused = await fusion.query(query, k=depth, ctx=ctx, where=where)
-            if all(h.complete for h in halves) or _exact(fused, halves, n):
-                chunks: dict[str, Chunk] = {}
-                for half in halves:
-                    chunks.update(half.chunks)
-                return [
-                    (_finite(item.score), chunks[item.id])
-                    for item in fused[:n]
-                    if item.id is not None
-                ]
+            dense = _Half(self.store.search, "dense", keep)
+            hits = await dense.query(query, k=depth, ctx=ctx, where=where)
+            if dense.complete or len(hits) >= n:
+                return hits[:n], dense
             depth *= 4
 
     async def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
@@ -466,8 +490,11 @@ class _Half:
     caller could see. ``complete`` means this half has nothing beyond what it returned.
     """
 
-    def __init__(self, search: Any, name: str, keep: Any) -> None:
+    def __init__(
+        self, search: Any, name: str, keep: Callable[[Chunk], bool], *, depth: int | None = None
+    ) -> None:
         self._search = search
+        self._depth = depth
         self.name = name
         self._keep = keep
         self.complete = False
@@ -478,6 +505,7 @@ class _Half:
     async def query(
         self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
     ) -> list[MemoryItem]:
+        k = self._depth or k  # a fixed depth, whatever the fusion asks for
         want = k
         while True:
             hits = await self._search(query, k=want, scope=ctx.scope, where=where)
@@ -500,24 +528,6 @@ class _Half:
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         raise InvalidArgument("a ranking half is read-only")
-
-
-def _exact(fused: list[MemoryItem], halves: list[_Half], n: int) -> bool:
-    """Whether the top ``n`` of ``fused`` is the top ``n`` of the full fusion."""
-    c = float(RRF_CONSTANT)
-    bound = [0.0 if h.complete else 1.0 / (c + len(h.ranks) + 1) for h in halves]
-    head, tail = fused[:n], fused[n:]
-    for item in head:
-        if any(not h.complete and item.id not in h.ranks for h in halves):
-            return False
-    if len(head) < n:
-        return False
-    floor = _finite(head[-1].score)
-    best_other = sum(bound)  # an item no half has returned yet
-    for item in tail:
-        missing = sum(b for h, b in zip(halves, bound, strict=True) if item.id not in h.ranks)
-        best_other = max(best_other, _finite(item.score) + missing)
-    return floor > best_other
 
 
 def _finite(score: float | None) -> float:

@@ -335,6 +335,9 @@ async def test_query_pages_slice_one_stable_ranking(api: Api) -> None:
         await api("put", ("n", f"g{i % 4}"), f"k{i:03d}", {"text": text})
     whole = await api("search", ("n",), query="cats and whales number 3", limit=150)
     assert len(whole) == 150  # every indexed item under the prefix is ranked
+    scores = [i.score for i in whole]
+    assert all(s is not None and math.isfinite(s) for s in scores)
+    assert scores == sorted(scores, reverse=True)  # the head and the tail alike
     paged: list[SearchItemKey] = []
     for offset in range(0, 150, 13):
         page = await api(
