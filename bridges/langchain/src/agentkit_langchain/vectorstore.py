@@ -38,6 +38,7 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgumentType, StoreError
 from agentkit.kernel.threads import finish_or_undo
 from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
+from agentkit.vector._forgetting import check_forget_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_langchain.mapping import check_unreserved
 
@@ -200,17 +201,23 @@ class LangChainVectorPort:
             self._learn(learned, asked[-1])
         return self._chunks(hits)
 
-    async def delete(self, ids: Sequence[str], *, scope: Scope) -> None:
+    async def delete(self, ids: Sequence[str], *, scope: Scope) -> int | None:
+        """Remove by id; unknown ids are skipped. Returns how many records went, known
+        from the snapshot read first (None for a store without ``get_by_ids``)."""
         if isinstance(ids, str) or not isinstance(ids, Sequence):
             raise InvalidArgumentType(f"ids must be a sequence of str, got {type(ids).__name__}")
         scope = check_scope(scope)
         wanted = list(dict.fromkeys(self._store_id(scope, _check_id(i)) for i in ids))
+        return await self._delete_records(wanted)
+
+    async def _delete_records(self, wanted: list[str]) -> int | None:
         if not wanted:  # delete(None) or delete([]) means "everything" to some stores
-            return
+            return 0
         before = await self._snapshot(wanted)
         if before is not None and not before:
-            return  # none of them exists: nothing to do, and nothing to hand the store
+            return 0  # none of them exists: nothing to do, and nothing to hand the store
         await finish_or_undo(self._delete_known(wanted, before), self._undo(wanted, before))
+        return None if before is None else len(before)
 
     # --- helpers ---
 
@@ -416,6 +423,54 @@ class LangChainVectorPort:
                 await store.aadd_documents(before, ids=[cast(str, doc.id) for doc in before])
 
         return restore
+
+    # --- forgetting (agentkit.vector.ForgettingPort, minus scan) ---
+
+    async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
+        """Remove the scope's records whose own metadata matches ``where``; how many.
+
+        The store's records are listed exactly (see ``_listed``) and re-checked for
+        scope and ``where``; an empty ``where`` is refused (use ``delete_scope``).
+        """
+        flt = check_forget_where(where)
+        return await self._forget(check_scope(scope), flt)
+
+    async def delete_scope(self, *, scope: Scope) -> int:
+        """Remove every record of this one scope; other tenants' records stay."""
+        return await self._forget(check_scope(scope), None)
+
+    async def _forget(self, scope: Scope, where: dict[str, Any] | None) -> int:
+        self._refuse_unfiltered(scope)
+        wanted = [
+            rid
+            for rid, meta in await _listed(self.vectorstore)
+            if in_scope(meta, scope) and matches_where(self._own_metadata(
+                Document(page_content="", metadata=meta)), where)
+        ]
+        removed = await self._delete_records(wanted)
+        return len(wanted) if removed is None else removed
+
+
+async def _listed(store: VectorStore) -> list[tuple[str, dict[str, Any]]]:
+    """Every record of ``store`` as (store id, metadata), read exactly, or StoreError.
+
+    LangChain's VectorStore has no way to list records; LangChain's InMemoryVectorStore
+    (its dict) and Chroma (``get``) do.
+    """
+    if isinstance(store, InMemoryVectorStore):
+        return [(rid, dict(rec.get("metadata") or {})) for rid, rec in list(store.store.items())]
+    getter = getattr(store, "get", None)
+    if type(store).__name__ == "Chroma" and callable(getter):
+        result = await run_blocking(functools.partial(getter, include=["metadatas"]))
+        return [
+            (rid, dict(meta or {}))
+            for rid, meta in zip(result["ids"], result["metadatas"], strict=False)
+        ]
+    raise StoreError(
+        f"LangChainVectorPort cannot delete by where or scope on {type(store).__name__}: "
+        "LangChain offers no way to list a store's records (supported: InMemoryVectorStore, "
+        "Chroma); delete by ids works"
+    )
 
 
 async def _chroma_get(store: Any, ids: list[str]) -> list[Document]:
