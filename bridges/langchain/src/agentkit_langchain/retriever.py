@@ -48,19 +48,32 @@ class AgentkitRetriever(BaseRetriever):
     (``agentkit.interop.run_sync``) and waits, so it works inside a running loop too;
     ``ainvoke`` awaits it on the caller's loop. Both hand the memory the caller's Ctx
     object itself, never a copy.
+
+    Raises:
+        InvalidArgumentType: A ``memory`` without async ``query()``, or a ``k``,
+            ``where``, ``scope`` or ``ctx`` of the wrong type.
+        pydantic.ValidationError: A ``k`` below 1, or a ``scope`` and a ``ctx`` naming
+            different tenants (pydantic wraps the value errors of its validators).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     memory: Any
+    """The MemorySource to recall from: one source or a whole stack."""
     k: int = 4
+    """How many documents a call returns at most; a call's ``k=`` overrides it."""
     where: dict[str, Any] | None = None
+    """A metadata filter every call applies; a call's ``where=`` merges over it."""
     scope: Scope | None = None
+    """The tenant when the call's config names none (give this or ``ctx``, not both)."""
     ctx: Ctx | None = None
-    # False leaves agentkit_score out of the documents, for wrappers that dedupe by
-    # document equality (MultiQueryRetriever): one record scored differently by two
-    # queries would otherwise come back twice. Lossless (True) is the default.
+    """A whole Ctx for calls whose config names no tenant; it receives the observations."""
     include_score: StrictBool = True
+    """Whether each document's metadata carries ``agentkit_score``.
+
+    ``False`` suits wrappers that dedupe by document equality (``MultiQueryRetriever``),
+    where one record scored differently by two queries would come back twice.
+    """
 
     @field_validator("memory")
     @classmethod
@@ -106,12 +119,29 @@ class AgentkitRetriever(BaseRetriever):
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
+        """Recall documents for ``input``; blocks, and works inside a running loop too.
+
+        Args:
+            input: The query text.
+            config: A LangChain run config; ``configurable`` may carry the tenant as
+                ``agentkit_ctx`` (a Ctx) or ``org_id``/``domain_id``.
+            **kwargs: ``k`` and ``where`` for this call only.
+
+        Returns:
+            The documents, in the memory's order.
+
+        Raises:
+            InvalidArgumentType: An unknown keyword, a bad ``k``/``where`` type, or an
+                ``agentkit_ctx`` that is not a Ctx; raised before any run starts.
+            InvalidArgument: ``k`` below 1.
+        """
         kwargs[_CTX] = self._tenant(config, kwargs)
         return super().invoke(input, config, **kwargs)
 
     async def ainvoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
+        """``invoke`` awaited on the caller's loop; same arguments, same errors."""
         kwargs[_CTX] = self._tenant(config, kwargs)
         return await super().ainvoke(input, config, **kwargs)
 
