@@ -16,7 +16,18 @@ from agentkit.kernel.errors import InvalidArgumentType
 
 
 class AgentkitEmbeddings(Embeddings):
-    """LangChain ``Embeddings`` over anything with ``async embed(texts) -> array``."""
+    """LangChain ``Embeddings`` over anything with ``async embed(texts) -> array``.
+
+    The sync methods run the embedder once on agentkit's background loop, so they work
+    inside a running event loop too; the async ones await it on the caller's loop.
+
+    Args:
+        embedder: An agentkit ``Embedder`` (``HashingEmbedder``,
+            ``SentenceTransformerEmbedder``, ...).
+
+    Raises:
+        InvalidArgumentType: ``embedder`` has no ``embed``.
+    """
 
     def __init__(self, embedder: Any) -> None:
         if not callable(getattr(embedder, "embed", None)):
@@ -29,16 +40,20 @@ class AgentkitEmbeddings(Embeddings):
         return f"AgentkitEmbeddings({self.embedder!r})"
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One unit-length vector per text, in order."""
         texts = list(texts)
         rows = run_sync(lambda: self.embedder.embed(texts))
         return [[float(x) for x in row] for row in rows.tolist()]
 
     def embed_query(self, text: str) -> list[float]:
+        """The vector for one query text (the same embedding as a document's)."""
         return self.embed_documents([text])[0]
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """``embed_documents`` awaited on the caller's loop."""
         rows = await self.embedder.embed(list(texts))
         return [[float(x) for x in row] for row in rows.tolist()]
 
     async def aembed_query(self, text: str) -> list[float]:
+        """``embed_query`` awaited on the caller's loop."""
         return (await self.aembed_documents([text]))[0]
