@@ -40,7 +40,7 @@ class AgentkitEmbeddings(Embeddings):
         return f"AgentkitEmbeddings({self.embedder!r})"
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """One unit-length vector per text, in order."""
+        """One vector per text, in order, as the embedder made it."""
         texts = list(texts)
         rows = run_sync(lambda: self.embedder.embed(texts))
         return [[float(x) for x in row] for row in rows.tolist()]
