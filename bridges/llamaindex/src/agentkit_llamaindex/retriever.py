@@ -56,6 +56,20 @@ class AgentkitRetriever(BaseRetriever):
     Scores pass through as the memory gave them, ``None`` included, so inside
     ``QueryFusionRetriever`` use the ``simple`` or ``reciprocal_rerank`` modes: the
     score-normalising ones fail on a ``None`` score.
+
+    Args:
+        mem: The MemorySource to recall from: one source or a whole stack.
+        k: How many nodes a call returns at most.
+        where: A metadata filter every call applies.
+        ctx: The tenant's Ctx, handed to the memory on every call; ``None`` gives each
+            call an empty, unscoped one.
+        callback_manager: LlamaIndex's, as for any retriever.
+        verbose: LlamaIndex's, as for any retriever.
+
+    Raises:
+        InvalidArgumentType: ``mem`` is not a MemorySource, or a ``k``, ``where`` or
+            ``ctx`` of the wrong type.
+        InvalidArgument: ``k`` below 1.
     """
 
     def __init__(
@@ -80,18 +94,22 @@ class AgentkitRetriever(BaseRetriever):
 
     @property
     def memory(self) -> MemorySource:
+        """The MemorySource this retriever recalls from."""
         return self._mem
 
     @property
     def k(self) -> int:
+        """How many nodes a call returns at most."""
         return self._k
 
     @property
     def where(self) -> dict[str, Any] | None:
+        """A copy of the filter every call applies (``None``: no filter)."""
         return None if self._where is None else dict(self._where)
 
     @property
     def ctx(self) -> Ctx | None:
+        """The bound tenant's Ctx, or ``None`` for an empty one per call."""
         return self._ctx
 
     def bind(
