@@ -19,7 +19,17 @@ __all__ = ["AgentkitEmbedding"]
 
 
 class AgentkitEmbedding(BaseEmbedding):
-    """Wraps any ``agentkit.vector.Embedder`` (``HashingEmbedder``, sentence models)."""
+    """Wraps any ``agentkit.vector.Embedder`` (``HashingEmbedder``, sentence models).
+
+    Args:
+        embedder: The agentkit embedder that does the work.
+        model_name: The name LlamaIndex reports; the embedder's class name by default.
+        **kwargs: Passed to LlamaIndex's ``BaseEmbedding`` (``embed_batch_size``, ...).
+
+    Raises:
+        InvalidArgumentType: ``embedder`` is not an agentkit Embedder (``dim`` and
+            async ``embed``).
+    """
 
     _embedder: Embedder = PrivateAttr()
 
@@ -34,10 +44,12 @@ class AgentkitEmbedding(BaseEmbedding):
 
     @classmethod
     def class_name(cls) -> str:
+        """LlamaIndex's serialisation name for this class."""
         return "AgentkitEmbedding"
 
     @property
     def embedder(self) -> Embedder:
+        """The wrapped agentkit embedder."""
         return self._embedder
 
     async def _aembed(self, texts: list[str]) -> list[Embedding]:
