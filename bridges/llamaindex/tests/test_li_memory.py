@@ -81,14 +81,20 @@ async def test_vector_index_retriever_k_pushed_down_without_mutation() -> None:
     assert len(await mem.query("refund policy", k=1, ctx=Ctx())) == 1
 
 
-async def test_vector_index_sees_nodes_inserted_after_as_retriever() -> None:
+async def test_an_index_given_directly_sees_nodes_inserted_later() -> None:
     index = VectorStoreIndex(_nodes())
-    mem = LlamaIndexMemory(index.as_retriever())
+    mem = LlamaIndexMemory(index, name="docs")
+    snapshot = LlamaIndexMemory(index.as_retriever())
     index.insert_nodes(
         [TextNode(id_="late", text="late arrival about penguins", metadata={"tenant": "acme"})]
     )
     items = await mem.query("penguins", k=1, ctx=Ctx())
-    assert [i.id for i in items] == ["late"]
+    assert [i.id for i in items] == ["late"] and items[0].source == "docs"
+    # as_retriever() is LlamaIndex's snapshot of the index's nodes: the bridge answers
+    # exactly as that retriever itself does, never wider.
+    own = [n.node.node_id for n in index.as_retriever().retrieve("penguins")]
+    assert "late" in own
+    assert "late" not in {i.id for i in await snapshot.query("penguins", k=5, ctx=Ctx())}
 
 
 async def test_vector_index_where_pushed_down_and_rechecked() -> None:
@@ -284,14 +290,24 @@ async def test_an_index_retriever_over_a_real_store_pushes_where_and_keeps_k(mak
     assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "initech"}) == []
 
 
-# Chroma ignores node_ids in its query: the bridge's re-check still holds them.
-@pytest.mark.parametrize("make", [_simple_index, _chroma_index], ids=["simple", "chroma"])
-async def test_a_retriever_restricted_to_node_ids_is_never_widened(make: Any) -> None:
+async def test_a_retriever_restricted_to_node_ids_is_never_widened() -> None:
     from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 
-    index = make()
+    index = _simple_index()  # a store that applies node_ids in its query
     only = VectorIndexRetriever(index, node_ids=["d3", "d5"], similarity_top_k=1)
     mem = LlamaIndexMemory(only)
+    assert {i.id for i in await mem.query("refund policy", k=5, ctx=Ctx())} == {"d3", "d5"}
+    got = await mem.query("ships", k=5, ctx=Ctx(), where={"tenant": "globex"})
+    assert [i.id for i in got] == ["d5"]
+    index.insert_nodes([TextNode(id_="late", text="refund policy update")])
+    assert {i.id for i in await mem.query("refund policy", k=5, ctx=Ctx())} == {"d3", "d5"}
+
+
+# Chroma ignores node_ids in its query: from_index's re-check still holds them.
+@pytest.mark.parametrize("make", [_simple_index, _chroma_index], ids=["simple", "chroma"])
+async def test_from_index_node_ids_are_never_widened(make: Any) -> None:
+    index = make()
+    mem = LlamaIndexMemory.from_index(index, node_ids=["d3", "d5"])
     assert {i.id for i in await mem.query("refund policy", k=5, ctx=Ctx())} == {"d3", "d5"}
     got = await mem.query("ships", k=5, ctx=Ctx(), where={"tenant": "globex"})
     assert [i.id for i in got] == ["d5"]
@@ -318,6 +334,56 @@ async def test_a_retrievers_own_filters_are_anded_with_where() -> None:
     assert [i.id for i in await mem.query("refund", k=5, ctx=Ctx(), where={"k": "f"})] == ["d6"]
     # where cannot lift the retriever's own filter
     assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "acme"}) == []
+
+
+async def test_from_index_ands_where_onto_its_filters_in_the_store_query() -> None:
+    from llama_index.core import StorageContext
+    from llama_index.core.vector_stores import SimpleVectorStore
+    from llama_index.core.vector_stores.types import (
+        MetadataFilter,
+        MetadataFilters,
+        VectorStoreQuery,
+        VectorStoreQueryResult,
+    )
+
+    asked: list[tuple[int, list[str]]] = []
+
+    class Seen(SimpleVectorStore):
+        def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+            keys = [f.key for f in (query.filters.filters if query.filters else [])]
+            asked.append((query.similarity_top_k, sorted(keys)))  # type: ignore[misc]
+            return super().query(query, **kwargs)
+
+    acme = {"tenant": "acme"}
+    crowd = [TextNode(id_=f"a{i}", text=f"refund {i}", metadata=dict(acme)) for i in range(30)]
+    index = VectorStoreIndex(
+        [*crowd, TextNode(id_="g", text="refund form", metadata={"tenant": "globex", "k": "f"})],
+        storage_context=StorageContext.from_defaults(vector_store=Seen()),
+    )
+    globex = MetadataFilters(filters=[MetadataFilter(key="tenant", value="globex")])
+    mem = LlamaIndexMemory.from_index(index, filters=globex)
+    assert [i.id for i in await mem.query("refund", k=2, ctx=Ctx(), where={"k": "f"})] == ["g"]
+    assert asked == [(2, ["k", "tenant"])]  # one pass, both conditions in the store's query
+    assert await mem.query("refund", k=2, ctx=Ctx(), where={"tenant": "acme"}) == []
+    assert (await mem.query("refund", k=1, ctx=Ctx()))[0].id == "g"
+
+
+def test_from_index_refuses_what_it_cannot_honour() -> None:
+    index = _simple_index()
+    with pytest.raises(ValueError, match="similarity_top_k"):
+        LlamaIndexMemory.from_index(index, similarity_top_k=3)
+    with pytest.raises(ValueError, match="alhpa"):
+        LlamaIndexMemory.from_index(index, alhpa=0.5)  # a typo is not silently ignored
+    with pytest.raises(ValueError):
+        LlamaIndexMemory.from_index(index, vector_store_query_mode="no-such-mode")
+    hybrid = LlamaIndexMemory.from_index(index, alpha=0.5, vector_store_kwargs={})
+    assert hybrid.retriever.similarity_top_k == 2  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="node_ids"):
+        LlamaIndexMemory.from_index(index, node_ids="d1")
+    with pytest.raises(TypeError, match="filters"):
+        LlamaIndexMemory.from_index(index, filters={"tenant": "acme"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        LlamaIndexMemory.from_index(object())  # type: ignore[arg-type]
 
 
 async def test_where_on_a_store_that_cannot_filter_widens_instead_of_coming_back_short() -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Iterable
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from llama_index.core import VectorStoreIndex
+from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from agentkit import interop
 from agentkit.interop import run_blocking
@@ -29,6 +33,13 @@ __all__ = ["LlamaIndexMemory"]
 # times ``k``; the fetch widens from there if the re-check still leaves too few.
 OVERFETCH = 4
 
+# Settings from_index passes on to each VectorIndexRetriever, read off its public
+# signature (its **kwargs only carries vector_store_kwargs); the rest are ours.
+_RETRIEVER_KEYWORDS = (
+    frozenset(inspect.signature(VectorIndexRetriever.__init__).parameters)
+    - {"self", "index", "similarity_top_k", "filters", "node_ids", "doc_ids", "kwargs"}
+) | {"vector_store_kwargs"}
+
 # A per-call retriever asking for ``n`` results (None: nothing can match).
 _Make = Callable[[int], BaseRetriever | None]
 
@@ -41,80 +52,80 @@ def _native_async(retriever: BaseRetriever) -> bool:
     store's ``aquery`` runs the sync search on the loop, and a Qdrant store built
     with a sync client only (the usual local set-up) has none at all. Its sync path
     works on every store, so it goes to a worker thread.
+
+    ``_aretrieve`` is the hook LlamaIndex documents for retriever subclasses to
+    override; comparing it with the base class's is the only way to tell whether a
+    retriever has its own async path (nothing public says so). It is read on the
+    class, never called.
     """
     if type(retriever) is VectorIndexRetriever:
         return False
     return type(retriever)._aretrieve is not BaseRetriever._aretrieve
 
 
-def _own_node_ids(r: BaseRetriever) -> list[str] | None:
-    """The node ids a VectorIndexRetriever is restricted to, or None for "the index".
-
-    ``as_retriever()`` passes a snapshot of every node the index holds at that
-    moment; that is not a restriction but a stale view (later inserts would be
-    invisible), so it is followed live. Any other list was chosen by the user and is
-    kept as it is: the bridge never widens a retriever's own restriction. (A list
-    equal to all of the index's nodes when wrapped cannot be told from the snapshot.)
-    """
-    if type(r) is not VectorIndexRetriever or r._node_ids is None:
+def _check_ids(name: str, ids: object) -> list[str] | None:
+    if ids is None:
         return None
-    snapshot = list(r._index.index_struct.nodes_dict.values())
-    return None if r._node_ids == snapshot else list(r._node_ids)
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise InvalidArgumentType(f"{name} must be a list of str, got {type(ids).__name__}")
+    out = list(ids)
+    for one in out:
+        if not isinstance(one, str):
+            raise InvalidArgumentType(f"{name} must hold str ids, got {one!r}")
+    return out
 
 
-def _allowed(
-    r: BaseRetriever, node_ids: list[str] | None
-) -> Callable[[NodeWithScore], bool] | None:
-    """A VectorIndexRetriever's own ``node_ids``/``doc_ids``, as a re-check.
+@dataclasses.dataclass(frozen=True)
+class _IndexSpec:
+    """What ``from_index`` was told: everything a per-query retriever is built from.
 
-    Several stores (Chroma, Postgres, FAISS) ignore them in the query; a wider fetch
-    must still never bring back a node outside the user's restriction.
+    Held here because a ``VectorIndexRetriever`` exposes none of it publicly; with
+    it, ``where`` is merged into the filters and the restrictions are re-checked.
     """
-    doc_ids = r._doc_ids if type(r) is VectorIndexRetriever else None
-    if node_ids is None and doc_ids is None:
-        return None
-    nodes = None if node_ids is None else frozenset(node_ids)
-    docs = None if doc_ids is None else frozenset(doc_ids)
 
-    def allowed(nws: NodeWithScore) -> bool:
-        node = nws.node
-        if nodes is not None and node.node_id not in nodes:
-            return False
-        return docs is None or node.ref_doc_id in docs
+    index: VectorStoreIndex
+    filters: MetadataFilters | None = None
+    node_ids: list[str] | None = None
+    doc_ids: list[str] | None = None
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-    return allowed
-
-
-def _vector_index_plan(
-    r: VectorIndexRetriever, node_ids: list[str] | None, where: dict[str, Any] | None
-) -> tuple[_Make, bool]:
-    """Rebuilt per query rather than copied: the index may have grown since."""
-    index = r._index
-    plan = pushdown(index.vector_store, None, where)
-    filters, complete = r._filters, not where
-    if plan is not None:  # (an empty any-of never gets here)
-        filters, merged = merge_filters(r._filters, plan.filters)
-        complete = plan.complete and merged
-
-    def make(n: int) -> BaseRetriever:
+    def build(self, n: int, filters: MetadataFilters | None) -> VectorIndexRetriever:
         return VectorIndexRetriever(
-            index,
+            self.index,
             similarity_top_k=n,
-            vector_store_query_mode=r._vector_store_query_mode,
             filters=filters,
-            alpha=r._alpha,
-            node_ids=list(node_ids) if node_ids is not None else None,
-            doc_ids=r._doc_ids,
-            sparse_top_k=r._sparse_top_k,
-            hybrid_top_k=r._hybrid_top_k,
-            callback_manager=r.callback_manager,
-            object_map=r.object_map,
-            embed_model=r._embed_model,
-            verbose=r._verbose,
-            vector_store_kwargs=r._kwargs,
+            node_ids=None if self.node_ids is None else list(self.node_ids),
+            doc_ids=None if self.doc_ids is None else list(self.doc_ids),
+            **self.kwargs,
         )
 
-    return make, complete
+    def plan(self, where: dict[str, Any] | None) -> tuple[_Make, bool]:
+        """Rebuilt per query rather than copied: the index may have grown since."""
+        pushed = pushdown(self.index.vector_store, None, where)
+        filters, complete = self.filters, not where
+        if pushed is not None:  # (an empty any-of never gets here)
+            filters, merged = merge_filters(self.filters, pushed.filters)
+            complete = pushed.complete and merged
+        return (lambda n: self.build(n, filters)), complete
+
+    def allowed(self) -> Callable[[NodeWithScore], bool] | None:
+        """The ``node_ids``/``doc_ids`` restriction, as a re-check.
+
+        Several stores (Chroma, Postgres, FAISS) ignore them in the query; a wider
+        fetch must still never bring back a node outside the user's restriction.
+        """
+        if self.node_ids is None and self.doc_ids is None:
+            return None
+        nodes = None if self.node_ids is None else frozenset(self.node_ids)
+        docs = None if self.doc_ids is None else frozenset(self.doc_ids)
+
+        def allowed(nws: NodeWithScore) -> bool:
+            node = nws.node
+            if nodes is not None and node.node_id not in nodes:
+                return False
+            return docs is None or node.ref_doc_id in docs
+
+        return allowed
 
 
 def _bm25_plan(r: Any, where: dict[str, Any] | None) -> _Make:
@@ -142,24 +153,26 @@ def _bm25_plan(r: Any, where: dict[str, Any] | None) -> _Make:
 
 
 def _top_k_plan(r: BaseRetriever) -> _Make | None:
-    """A copy with ``similarity_top_k`` set, if the retriever lets us set it."""
-    for attr in ("similarity_top_k", "_similarity_top_k"):
-        current = getattr(r, attr, None)
-        if not isinstance(current, int) or isinstance(current, bool):
-            continue
-        probe = copy.copy(r)
-        try:
-            setattr(probe, attr, current)
-        except (AttributeError, TypeError, ValueError):
-            continue  # read-only or validated: ask as configured, cut afterwards
+    """A copy with its public ``similarity_top_k`` set, if the retriever has one.
 
-        def make(n: int, attr: str = attr) -> BaseRetriever:
-            clone = copy.copy(r)
-            setattr(clone, attr, n)
-            return clone
+    The copy keeps everything else the user configured (a VectorIndexRetriever's
+    ``node_ids``, ``doc_ids`` and filters among them), so nothing is widened.
+    """
+    current = getattr(r, "similarity_top_k", None)
+    if not isinstance(current, int) or isinstance(current, bool):
+        return None
+    probe = copy.copy(r)
+    try:
+        probe.similarity_top_k = current  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return None  # read-only or validated: ask as configured, cut afterwards
 
-        return make
-    return None
+    def make(n: int) -> BaseRetriever:
+        clone = copy.copy(r)
+        clone.similarity_top_k = n  # type: ignore[attr-defined]
+        return clone
+
+    return make
 
 
 def _tenant_view(item: MemoryItem, scope: Scope) -> MemoryItem | None:
@@ -199,11 +212,19 @@ def _cut(
 class LlamaIndexMemory:
     """A LlamaIndex retriever queried as an agentkit MemorySource.
 
-    ``k`` and ``where`` are pushed down where the retriever can take them (a per-call
-    copy; yours is never mutated, and its own ``node_ids``, ``doc_ids`` and filters
-    still hold: ``where`` is ANDed onto them). Every result is re-checked against
-    ``where`` and cut to ``k``; when the re-check leaves fewer than ``k``, the
-    retriever is asked again wider until ``k`` match or it has no more. Sync-only
+    Give it the index itself (``LlamaIndexMemory(index)``, or ``from_index`` with
+    filters, ``node_ids``, ``doc_ids``) and each query builds its own public
+    ``VectorIndexRetriever``: ``k`` is its ``similarity_top_k``, ``where`` is ANDed
+    onto your filters and goes to the store, ``node_ids``/``doc_ids`` are re-checked
+    on every hit (Chroma, Postgres and FAISS ignore them in a query), and nodes
+    inserted later are found. Give it a retriever and it is queried as you built it:
+    ``k`` goes into a per-call copy's public ``similarity_top_k`` (yours is never
+    mutated), and the copy keeps your own filters and restrictions, so nothing is
+    widened; what a store does with them is the store's own behaviour (a retriever
+    from ``index.as_retriever()`` is LlamaIndex's snapshot of the nodes the index
+    held then). Every result is re-checked against ``where`` and cut to ``k``; when
+    the re-check leaves fewer than ``k``, the retriever is asked again wider until
+    ``k`` match or it has no more. Sync-only
     retrievers run on agentkit's wide thread pool, so a CompositeMemory over several
     of them is concurrent; retrievers with their own ``_aretrieve`` are awaited.
 
@@ -218,18 +239,79 @@ class LlamaIndexMemory:
 
     accepts_writes = False
 
-    def __init__(self, retriever: BaseRetriever, name: str = "llamaindex") -> None:
-        if not isinstance(retriever, BaseRetriever):
-            raise InvalidArgumentType(
-                f"retriever must be a llama_index BaseRetriever, got {type(retriever).__name__}"
-            )
+    def __init__(
+        self, retriever: BaseRetriever | VectorStoreIndex, name: str = "llamaindex"
+    ) -> None:
         if not isinstance(name, str) or not name:
             raise InvalidArgument(f"name must be a non-empty str, got {name!r}")
-        self.retriever = retriever
         self.name = name
+        if isinstance(retriever, VectorStoreIndex):
+            self._use_index(_IndexSpec(retriever))
+            return
+        if not isinstance(retriever, BaseRetriever):
+            raise InvalidArgumentType(
+                "retriever must be a llama_index BaseRetriever or VectorStoreIndex, "
+                f"got {type(retriever).__name__}"
+            )
+        self.retriever: BaseRetriever = retriever
+        self._index: _IndexSpec | None = None
         self._native = _native_async(retriever)
-        self._node_ids = _own_node_ids(retriever)
-        self._allowed = _allowed(retriever, self._node_ids)
+        self._allowed: Callable[[NodeWithScore], bool] | None = None
+
+    @classmethod
+    def from_index(
+        cls,
+        index: VectorStoreIndex,
+        *,
+        name: str = "llamaindex",
+        filters: MetadataFilters | None = None,
+        node_ids: Sequence[str] | None = None,
+        doc_ids: Sequence[str] | None = None,
+        **retriever_kwargs: Any,
+    ) -> LlamaIndexMemory:
+        """An index queried through a fresh ``VectorIndexRetriever`` per query.
+
+        ``filters``, ``node_ids``, ``doc_ids`` and any other ``VectorIndexRetriever``
+        keyword (``vector_store_query_mode``, ``alpha``, ``vector_store_kwargs``...)
+        are your restriction and settings: ``where`` is ANDed onto ``filters``, and
+        ``node_ids``/``doc_ids`` are re-checked on every hit. ``similarity_top_k``
+        is each query's ``k``, so it is refused here.
+        """
+        if not isinstance(index, VectorStoreIndex):
+            raise InvalidArgumentType(
+                f"index must be a llama_index VectorStoreIndex, got {type(index).__name__}"
+            )
+        if filters is not None and not isinstance(filters, MetadataFilters):
+            raise InvalidArgumentType(
+                f"filters must be llama_index MetadataFilters, got {type(filters).__name__}"
+            )
+        if "similarity_top_k" in retriever_kwargs:
+            raise InvalidArgument("similarity_top_k is set per query from k; do not pass it")
+        unknown = sorted(set(retriever_kwargs) - _RETRIEVER_KEYWORDS)
+        if unknown:
+            # VectorIndexRetriever swallows unknown keywords: a typo would do nothing.
+            raise InvalidArgument(
+                f"VectorIndexRetriever takes no keyword {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(_RETRIEVER_KEYWORDS))}"
+            )
+        spec = _IndexSpec(
+            index,
+            filters,
+            _check_ids("node_ids", node_ids),
+            _check_ids("doc_ids", doc_ids),
+            dict(retriever_kwargs),
+        )
+        mem = cls(index, name=name)
+        mem._use_index(spec)
+        return mem
+
+    def _use_index(self, spec: _IndexSpec) -> None:
+        # A sample of the per-query retriever: what ``retriever`` shows, and a bad
+        # setting (say, an unknown query mode) fails here, not at the first query.
+        self.retriever = spec.build(DEFAULT_SIMILARITY_TOP_K, spec.filters)
+        self._index = spec
+        self._native = _native_async(self.retriever)
+        self._allowed = spec.allowed()
 
     def __repr__(self) -> str:
         return f"LlamaIndexMemory({type(self.retriever).__name__}, name={self.name!r})"
@@ -276,8 +358,8 @@ class LlamaIndexMemory:
         """How to ask the retriever for ``n`` results, and how many to ask first."""
         r = self.retriever
         overfetch = k * OVERFETCH
-        if type(r) is VectorIndexRetriever:
-            make, complete = _vector_index_plan(r, self._node_ids, where)
+        if self._index is not None:
+            make, complete = self._index.plan(where)
             return make, k if complete else overfetch
         if hasattr(r, "bm25") and isinstance(getattr(r, "corpus", None), list):
             return _bm25_plan(r, where), k
