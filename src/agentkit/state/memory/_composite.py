@@ -140,7 +140,7 @@ class CompositeMemory:
             CompositeQueryError: Under ``on_error="raise"``, a member failed or timed
                 out (``succeeded`` and ``failed`` name which); under ``"skip"``, all did.
             InvalidArgument: ``k`` below 1.
-            InvalidArgumentType: A non-str query, a non-int ``k`` or a non-dict ``where``.
+            InvalidArgumentType: A non-str query, a non-int ``k``, or a ``where`` that is not a mapping.
         """
         query = check_query(query)
         k = check_k(k)
