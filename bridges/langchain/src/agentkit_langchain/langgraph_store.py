@@ -10,8 +10,8 @@ Each item is one chunk in the scope's bucket. Its id is the JSON of
 fields pick out of the value (the dense and the lexical half read the same text); its
 metadata carries the namespace segments (one key per depth, so a prefix is plain
 equality on whole segments), the key, the value as JSON, the timestamps, the expiry
-and whether the item is indexed. An ``index=False`` item has empty text and is kept
-out of both halves by ``where``; it still lists and filters.
+and whether the item is indexed. An ``index=False`` item has empty text and its hits
+are dropped from both halves before ranks are counted; it still lists and filters.
 """
 
 from __future__ import annotations
@@ -250,22 +250,19 @@ class AgentkitStore(BaseStore):
         return _item(chunk)
 
     async def _scan(self, where: dict[str, Any], now: float) -> list[Chunk]:
-        """Every live chunk matching ``where``; expired ones met on the way are dropped."""
+        """Every live chunk matching ``where``, by id.
+
+        Expired records are skipped, not deleted: a delete by id here could remove a
+        value another caller put under that key since the page was read.
+        """
         out: list[Chunk] = []
-        expired: list[str] = []
         after: str | None = None
         while True:
             page = await self.store.scan(scope=self._scope, where=where, after=after, limit=_PAGE)
-            for chunk in page:
-                if _live(chunk.metadata, now):
-                    out.append(chunk)
-                else:
-                    expired.append(chunk.id)
+            out.extend(chunk for chunk in page if _live(chunk.metadata, now))
             if len(page) < _PAGE:
                 break
             after = page[-1].id
-        if expired:
-            await self.store.delete(expired, scope=self._scope)
         return out
 
     async def _search(self, op: SearchOp, now: float) -> list[SearchItem]:
@@ -395,11 +392,22 @@ class AgentkitStore(BaseStore):
         return sorted(seen)[offset : offset + limit]
 
     async def _refresh(self, chunks: Sequence[Chunk], now: float) -> None:
-        """Push each TTL'd item's expiry to ``now + ttl`` (a read counts as use)."""
+        """Push each TTL'd item's expiry to ``now + ttl`` (a read counts as use).
+
+        The records are read again and only those still as this read saw them are
+        renewed, so a refresh does not write back a value older than a put that landed
+        meanwhile (the stores have no compare-and-set: a put in the instant between
+        this re-read and the renewal can still be overwritten).
+        """
+        seen = {c.id: c.metadata.get(_UPDATED) for c in chunks if c.metadata.get(_TTL) is not None}
+        if not seen:
+            return
         renewed = []
-        for chunk in chunks:
+        for chunk in await self.store.get(list(seen), scope=self._scope):
             ttl = chunk.metadata.get(_TTL)
-            if ttl is None:
+            if ttl is None or chunk.metadata.get(_UPDATED) != seen.get(chunk.id):
+                continue
+            if not _live(chunk.metadata, now):
                 continue
             meta = dict(chunk.metadata)
             meta[_EXPIRES] = now + float(ttl) * 60.0

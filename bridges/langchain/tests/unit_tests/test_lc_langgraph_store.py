@@ -555,6 +555,37 @@ async def test_a_put_after_expiry_starts_a_new_item(api: Api, clock: Clock) -> N
     assert (await api("get", ("t",), "k")).value == {"v": 2}  # no TTL any more
 
 
+async def test_a_refresh_never_writes_back_an_older_value(clock: Clock) -> None:
+    """A put landing between a read and its TTL refresh survives the refresh."""
+
+    class Racing:
+        """An agentkit store whose next get lets another caller's put land first."""
+
+        def __init__(self) -> None:
+            self.inner = InMemoryVectorStore(HashingEmbedder(dim=64))
+            self.race: Callable[[], Any] | None = None
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        async def get(self, ids: Sequence[str], *, scope: Scope) -> Any:
+            found = await self.inner.get(ids, scope=scope)
+            race, self.race = self.race, None
+            if race is not None:
+                await race()
+            return found
+
+    racing = Racing()
+    store = AgentkitStore(racing)
+    await store.aput(("t",), "k", {"v": "old"}, ttl=5)
+    clock.advance(1)
+    racing.race = lambda: store.aput(("t",), "k", {"v": "new"}, ttl=5)
+    seen = await store.aget(("t",), "k")  # reads "old", then refreshes
+    assert seen is not None and seen.value == {"v": "old"}
+    now = await store.aget(("t",), "k", refresh_ttl=False)
+    assert now is not None and now.value == {"v": "new"}
+
+
 # --- tenants ---
 
 
