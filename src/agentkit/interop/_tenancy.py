@@ -62,12 +62,19 @@ __all__ = [
 T = TypeVar("T")
 
 ORG_KEY = "agentkit_org_id"
+"""Metadata key holding a scoped record's ``Scope.org_id``."""
 DOMAIN_KEY = "agentkit_domain_id"
+"""Metadata key holding a scoped record's ``Scope.domain_id``."""
 CHUNK_KEY = "agentkit_chunk_id"
+"""Metadata key holding the agentkit chunk id that the store id encodes."""
 SCOPED_KEY = "agentkit_scoped"
+"""Metadata key marking a record as written for a tenant (value ``SCOPED_VALUE``)."""
 SCOPED_VALUE = "1"
+"""The value under ``SCOPED_KEY``: a string, which every store's filter can compare."""
 STAMP_KEYS = frozenset({ORG_KEY, DOMAIN_KEY, CHUNK_KEY, SCOPED_KEY})
+"""Every key the port adds; ``strip_stamps`` removes them before a user sees a record."""
 ID_PREFIX = "agentkit:"
+"""How a scoped record's store id begins, telling it apart from a user's own ids."""
 
 _SEP = ":"
 
@@ -83,7 +90,7 @@ def stamp(scope: Scope) -> dict[str, str]:
     Unscoped records carry no stamp, so they look exactly like a user's own records:
     one bucket, one rule, whoever wrote them. To select the bucket in a store's
     filter: ``SCOPED_KEY`` not equal to ``SCOPED_VALUE`` (absent counts as not
-    equal); the re-check with :func:`in_scope` stays the authority.
+    equal); the re-check with ``in_scope`` stays the authority.
     """
     if is_unscoped(scope):
         return {}
