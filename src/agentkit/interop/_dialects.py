@@ -87,7 +87,7 @@ def scope_conditions(scope: Scope) -> list[Condition]:
 
 
 def where_conditions(where: Mapping[str, Any] | None) -> list[Condition] | None:
-    """``where`` as conditions (None: it matches nothing); see :func:`conditions`."""
+    """``where`` as conditions (None: it matches nothing); see ``conditions``."""
     out: list[Condition] = []
     for key, value in (where or {}).items():
         if isinstance(value, _ANY_OF):
@@ -282,6 +282,7 @@ DIALECTS: dict[str, Dialect] = {
     # A user's own store: whether it replaces on a known id is unknown, so delete first.
     "dict": Dialect("dict", flat_filter, native_upsert=False),
 }
+"""The built-in dialects by name, for ``filter_style=``/``dialect_for``."""
 
 # (top-level package, class name) -> dialect; matched along the store's MRO, so a
 # subclass of a known store keeps its dialect.
@@ -299,7 +300,7 @@ def dialect_for(
     store: object, choice: str | Dialect | Callable[[dict[str, Any]], Any] = "auto"
 ) -> Dialect | None:
     """The dialect for ``store``: ``"auto"`` (by its class), a name from
-    :data:`DIALECTS`, ``"none"`` (cannot filter), a :class:`Dialect`, or a function
+    ``DIALECTS``, ``"none"`` (cannot filter), a ``Dialect``, or a function
     from an equality dict ``{key: value}`` to the store's filter (only equality
     conditions reach it). None means the store cannot filter.
     """
