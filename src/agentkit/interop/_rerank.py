@@ -48,7 +48,7 @@ class Seen:
     """What a bridge can read off one framework object (document or node).
 
     ``ref`` is the object itself, matched by identity; ``slot`` is whatever sits under
-    :data:`RERANK_KEY` in its metadata (``None`` if absent); ``key`` is its framework
+    ``RERANK_KEY`` in its metadata (``None`` if absent); ``key`` is its framework
     id; ``text`` its text; ``score`` the framework's score as found (any value:
     non-numbers, NaN and infinities count as "no score").
     """
