@@ -28,6 +28,7 @@ PAGES = {
     "agentkit.vector": "api/vector.html",
     "agentkit_langchain": "api/langchain.html",
     "agentkit_llamaindex": "api/llamaindex.html",
+    "agentkit.interop": "api/interop.html",
 }
 # Exported lazily (module __getattr__), so documented under their defining module.
 LAZY = {
