@@ -6,7 +6,7 @@ The fan-out machinery it shares with SequentialMemory and the decorators lives i
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, get_args
@@ -16,7 +16,6 @@ from agentkit.kernel.errors import (
     CompositeQueryError,
     CompositeWriteError,
     InvalidArgumentType,
-    StoreError,
 )
 from agentkit.kernel.validate import check_choice, check_ids, check_k, check_query, check_where
 from agentkit.observability import traced_memory
@@ -32,7 +31,7 @@ from agentkit.state.memory._fanout import (
     _Outcome,
     _settle_all,
 )
-from agentkit.state.memory._forgetting import check_forget, forgets
+from agentkit.state.memory._forgetting import check_forget, forget_in_each, forgets
 from agentkit.state.memory._item import MemoryItem, check_items
 from agentkit.state.memory._merge import (
     DedupeMode,
@@ -140,7 +139,8 @@ class CompositeMemory:
             CompositeQueryError: Under ``on_error="raise"``, a member failed or timed
                 out (``succeeded`` and ``failed`` name which); under ``"skip"``, all did.
             InvalidArgument: ``k`` below 1.
-            InvalidArgumentType: A non-str query, a non-int ``k``, or a ``where`` that is not a mapping.
+            InvalidArgumentType: A non-str query, a non-int ``k``, or a ``where`` that is
+                not a mapping.
         """
         query = check_query(query)
         k = check_k(k)
@@ -206,7 +206,9 @@ class CompositeMemory:
         wanted = check_ids(ids)
         if not wanted:
             return 0
-        return await self._forget_all(ctx, "delete", lambda s: s.delete(wanted, ctx=ctx))
+        return await forget_in_each(
+            self.sources, ctx, "delete", lambda s: s.delete(wanted, ctx=ctx), self.timeout
+        )
 
     async def forget(
         self,
@@ -225,42 +227,13 @@ class CompositeMemory:
         ``accepted`` naming the members that did forget.
         """
         checked = check_forget(where, all)
-        return await self._forget_all(
-            ctx, "forget", lambda s: s.forget(checked, ctx=ctx, all=all)
+        return await forget_in_each(
+            self.sources,
+            ctx,
+            "forget",
+            lambda s: s.forget(checked, ctx=ctx, all=all),
+            self.timeout,
         )
-
-    async def _forget_all(
-        self, ctx: Ctx, op: str, call: Callable[[Any], Awaitable[int]]
-    ) -> int:
-        sources = list(self.sources)
-        keys = _member_keys(sources)
-        chosen = [(k, s) for k, s in zip(keys, sources, strict=True) if forgets(s)]
-        outcomes = await _settle_all(
-            [_guarded(_bind(call, s), self.timeout) for _, s in chosen]
-        ) if chosen else []
-        total = 0
-        accepted: list[str] = []
-        failed: dict[str, BaseException] = {}
-        for (key, _), (ok, value, _elapsed) in zip(chosen, outcomes, strict=True):
-            if ok and (isinstance(value, bool) or not isinstance(value, int)):
-                ok, value = False, InvalidArgumentType(
-                    f"{op} must return how many records went (an int), got "
-                    f"{type(value).__name__}"
-                )
-            if ok:
-                accepted.append(key)
-                total += int(value)
-                ctx.observe("memory.forgot", source=key, n=int(value))
-            else:
-                failed[key] = value
-        for key, source in zip(keys, sources, strict=True):
-            if not forgets(source) and accepts_writes(source):
-                failed[key] = StoreError(
-                    f"{type(source).__name__} cannot {op}: what was written to it stays"
-                )
-        if failed:
-            raise CompositeWriteError(accepted=accepted, failed=failed)
-        return total
 
 
 async def _rank(

@@ -8,12 +8,19 @@ methods (so they can guard, refuse or invalidate), which is why they also answer
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from agentkit.kernel.ctx import Ctx
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.errors import (
+    CompositeWriteError,
+    InvalidArgument,
+    InvalidArgumentType,
+    StoreError,
+)
 from agentkit.kernel.validate import check_where
+from agentkit.state.memory._fanout import _bind, _guarded, _member_keys, _settle_all
+from agentkit.state.memory._protocol import accepts_writes
 
 
 def forgets(source: object) -> bool:
@@ -62,3 +69,53 @@ async def forward_forget(
 ) -> int:
     """``source.forget`` when it can, else StoreError naming it."""
     return int(await _forgetter(source, label).forget(where, ctx=ctx, all=everything))
+
+
+async def forget_in_each(
+    sources: Sequence[object],
+    ctx: Ctx,
+    op: str,
+    call: Callable[[Any], Awaitable[int]],
+    limit: float | None = None,
+) -> int:
+    """``call(member)`` on every member that forgets, at once; the total removed.
+
+    The one rule for anything holding several sources (CompositeMemory,
+    SequentialMemory): each member's count lands on the timeline as
+    ``memory.forgot`` (source, n); read-only members are skipped, since nothing
+    written through the holder reached them; a member that accepts writes but cannot
+    forget may still hold the record, so it is reported like a failure. Every member
+    settles first, then CompositeWriteError names who forgot (``accepted``) and who
+    did not (``failed``). ``limit``: seconds each member may take (``None``: no bound).
+    """
+    members = list(sources)
+    keys = _member_keys(members)
+    chosen = [(k, s) for k, s in zip(keys, members, strict=True) if forgets(s)]
+    outcomes = (
+        await _settle_all([_guarded(_bind(call, s), limit) for _, s in chosen])
+        if chosen
+        else []
+    )
+    total = 0
+    accepted: list[str] = []
+    failed: dict[str, BaseException] = {}
+    for (key, _), (ok, value, _elapsed) in zip(chosen, outcomes, strict=True):
+        if ok and (isinstance(value, bool) or not isinstance(value, int)):
+            ok, value = False, InvalidArgumentType(
+                f"{op} must return how many records went (an int), got "
+                f"{type(value).__name__}"
+            )
+        if ok:
+            accepted.append(key)
+            total += int(value)
+            ctx.observe("memory.forgot", source=key, n=int(value))
+        else:
+            failed[key] = value
+    for key, source in zip(keys, members, strict=True):
+        if not forgets(source) and accepts_writes(source):
+            failed[key] = StoreError(
+                f"{type(source).__name__} cannot {op}: what was written to it stays"
+            )
+    if failed:
+        raise CompositeWriteError(accepted=accepted, failed=failed)
+    return total
