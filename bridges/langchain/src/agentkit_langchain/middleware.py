@@ -86,6 +86,18 @@ class AgentkitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Sync runs (``invoke``) reach the async memory through the interop layer's one
     background loop; async runs (``ainvoke``) await it on their own loop.
+
+    Args:
+        memory: The MemorySource to recall from (and write to, with ``write_back``).
+        k: How many items each model call is given.
+        scope: The tenant when neither the runtime context nor the run's config names
+            one.
+        write_back: Remember each run's exchange once the agent finishes.
+
+    Raises:
+        InvalidArgumentType: A ``memory`` without async ``query()`` and ``write()``, a
+            ``scope`` that is not a Scope, or a non-bool ``write_back``.
+        InvalidArgument: ``k`` below 1.
     """
 
     def __init__(
@@ -120,6 +132,7 @@ class AgentkitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> _ModelResult:
+        """Recall for the latest human message, then call the model with it added."""
         found = _latest_human(request.messages)
         if found is None:
             return handler(request)
@@ -133,6 +146,7 @@ class AgentkitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> _ModelResult:
+        """``wrap_model_call`` for async runs, awaiting the memory on the run's loop."""
         found = _latest_human(request.messages)
         if found is None:
             return await handler(request)
@@ -143,6 +157,7 @@ class AgentkitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # --- write-back, once the agent has finished ---
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """With ``write_back``, write the run's exchange to the memory; state is untouched."""
         if self.write_back:
             item = _exchange(state["messages"])
             if item is not None:
@@ -154,6 +169,7 @@ class AgentkitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aafter_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
+        """``after_agent`` for async runs."""
         if self.write_back:
             item = _exchange(state["messages"])
             if item is not None:
