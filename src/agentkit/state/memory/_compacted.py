@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from agentkit.kernel.messages import Message
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_member, _settle_all
+from agentkit.state.memory._forgetting import forgets, forward_delete, forward_forget
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
@@ -27,7 +28,8 @@ class CompactedMemory:
     newlines, become the new content; score, id, source and metadata are kept. Items
     are compacted concurrently. ``max_items`` caps the list (applied before compaction,
     which is one-to-one, so no work is spent on items that would be dropped).
-    Writes pass straight through: compaction is a read-side concern.
+    Writes, deletes and forgets pass straight through: compaction is a read-side
+    concern.
 
     Args:
         inner: The source whose answers are compacted.
@@ -94,6 +96,25 @@ class CompactedMemory:
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
         await self.inner.write(items, ctx=ctx)
+
+    @property
+    def forgets(self) -> bool:
+        """Whether the wrapped source can delete and forget."""
+        return forgets(self.inner)
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """Straight through, like a write: the ids are the wrapped source's own."""
+        return await forward_delete(self.inner, self.name, ids, ctx)
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """Straight through to the wrapped source's forget."""
+        return await forward_forget(self.inner, self.name, where, ctx, all)
 
     async def _compact_one(self, item: MemoryItem, ctx: Ctx) -> tuple[bool, Any, float]:
         try:

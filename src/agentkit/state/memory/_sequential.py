@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import CompositeQueryError
-from agentkit.kernel.validate import check_choice, check_k, check_query, check_where
+from agentkit.kernel.validate import check_choice, check_ids, check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import (
     _ON_ERROR,
@@ -18,6 +18,7 @@ from agentkit.state.memory._fanout import (
     _check_sources,
     _member_keys,
 )
+from agentkit.state.memory._forgetting import check_forget, forget_in_each, forgets
 from agentkit.state.memory._item import MemoryItem, check_items
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 
@@ -41,7 +42,8 @@ class SequentialMemory:
     tiers returned under ``succeeded``.
 
     Args:
-        sources: The tiers, cheapest first; writes reach the first one only.
+        sources: The tiers, cheapest first; writes reach the first one only,
+            ``delete``/``forget`` every tier that can forget.
         name: This chain's name in attribution, errors and traces.
         on_error: ``"raise"`` or ``"skip"`` (see ``OnErrorPolicy``).
 
@@ -115,3 +117,37 @@ class SequentialMemory:
         if not batch or not self.sources:
             return
         await self.sources[0].write(batch, ctx=ctx)
+
+    @property
+    def forgets(self) -> bool:
+        """True when at least one tier can delete and forget."""
+        return any(forgets(source) for source in self.sources)
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """Delete ``ids`` from every tier that can forget, at once; the total removed.
+
+        Writes reach the first tier only, but a later tier may hold the same record
+        (it was there first, or was filled another way), and the walk would serve it
+        from there once the first tier lost it: a forgotten record has to go from
+        every tier. Same rule as ``CompositeMemory.delete``: read-only tiers are
+        skipped, a writable tier that cannot forget is reported (CompositeWriteError).
+        """
+        wanted = check_ids(ids)
+        if not wanted:
+            return 0
+        return await forget_in_each(
+            self.sources, ctx, "delete", lambda s: s.delete(wanted, ctx=ctx)
+        )
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """Forget in every tier that can, at once; the total removed (see ``delete``)."""
+        checked = check_forget(where, all)
+        return await forget_in_each(
+            self.sources, ctx, "forget", lambda s: s.forget(checked, ctx=ctx, all=all)
+        )

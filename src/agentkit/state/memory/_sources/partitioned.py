@@ -11,16 +11,22 @@ import asyncio
 import hashlib
 import inspect
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.files import LocalFiles
 from agentkit.state.memory._fanout import _check_member
+from agentkit.state.memory._forgetting import (
+    check_forget,
+    forgets,
+    forward_delete,
+    forward_forget,
+)
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._protocol import MemorySource, accepts_writes
 from agentkit.state.memory._sources._args import check_ctx, check_items
@@ -51,7 +57,9 @@ class PerScopeMemory:
     ``exists(scope)`` (sync or async, optional) says whether a tenant has anything
     stored yet. When given, a query for a scope it denies answers ``[]`` without
     building or keeping a source: reads never create, so probing a thousand unknown
-    tenants leaves nothing behind. Writes always build.
+    tenants leaves nothing behind. Writes always build; ``delete`` and ``forget`` go
+    to the tenant's own source and, like reads, never build one for a tenant
+    ``exists`` denies.
 
     Args:
         factory: ``factory(scope)``, sync or async, building one tenant's source.
@@ -62,7 +70,8 @@ class PerScopeMemory:
     Raises:
         InvalidArgumentType: A ``factory`` or ``exists`` that is not callable, or an
             empty name.
-        ScopeViolation: From ``query`` and ``write``, for a scope without both ids.
+        ScopeViolation: From ``query``, ``write``, ``delete`` and ``forget``, for a
+            scope without both ids.
     """
 
     factory: SourceFactory
@@ -121,6 +130,39 @@ class PerScopeMemory:
         source = await self.source_for(ctx.scope)
         if batch:
             await source.write(batch, ctx=ctx)
+
+    @property
+    def forgets(self) -> bool:
+        """What the built sources say; before any is built, assume the factory's do."""
+        return all(forgets(s) for s in self._sources.values())
+
+    async def delete(self, ids: Sequence[str], *, ctx: Ctx) -> int:
+        """Delete ``ids`` from the tenant's own source; how many went.
+
+        Routed like a query: with ``exists`` given, a tenant that has nothing stored
+        answers 0 and no source is built for it (forgetting never creates).
+        """
+        wanted = check_ids(ids)
+        ctx = check_ctx(ctx)
+        source = await self._source_to_read(ctx.scope)
+        if source is None or not wanted:
+            return 0
+        return await forward_delete(source, self.name, wanted, ctx)
+
+    async def forget(
+        self,
+        where: Mapping[str, Any] | None = None,
+        *,
+        ctx: Ctx,
+        all: bool = False,
+    ) -> int:
+        """Forget in the tenant's own source (routed like ``delete``); how many went."""
+        checked = check_forget(where, all)
+        ctx = check_ctx(ctx)
+        source = await self._source_to_read(ctx.scope)
+        if source is None:
+            return 0
+        return await forward_forget(source, self.name, checked, ctx, all)
 
     async def source_for(self, scope: Scope) -> MemorySource:
         """The source for ``scope``, built once; refuses an incomplete scope."""
