@@ -13,9 +13,12 @@ import psycopg
 from psycopg import sql
 
 from agentkit.kernel.errors import StoreError
+from agentkit.vector import _pg_bm25
 from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE
 
-SCHEMA_VERSION = 1
+# 2: BM25 statistics tables and their triggers (version 1 collections are upgraded and
+# backfilled on open; version 1 code refuses a version 2 collection).
+SCHEMA_VERSION = 2
 # Any constant works; it only has to be the same in every process touching the schema.
 _LOCK_KEY = 0x61676B74  # "agkt"
 
@@ -140,6 +143,7 @@ async def ensure_schema(
                 width, name = await _rebuild_if_empty(
                     conn, collection, (width, name), (dim, str(embedder))
                 )
+        existed = await _has_table(conn, collection)
         await conn.execute(
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {t} ("
@@ -176,6 +180,16 @@ async def ensure_schema(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata jsonb_path_ops)"
             ).format(i=sql.Identifier(f"{collection}_meta"), t=table)
         )
+        if not existed or found is None or version < SCHEMA_VERSION:
+            await _pg_bm25.install(conn, collection, fresh=not existed)
+            if version < SCHEMA_VERSION:
+                version = SCHEMA_VERSION
+                await conn.execute(
+                    sql.SQL("UPDATE {} SET version = %s WHERE collection = %s").format(
+                        sql.Identifier(SCHEMA_TABLE)
+                    ),
+                    (version, collection),
+                )
     return SchemaInfo(version=version, dim=width, embedder=name, pgvector=pgvector)
 
 

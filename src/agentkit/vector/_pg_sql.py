@@ -20,6 +20,10 @@ from agentkit.vector.port import MAX_QUERY_TERMS, check_chunks
 SCHEMA_TABLE = "agentkit_schema"
 # When each (collection, scope) last lost records: row updated_at cannot say it.
 WRITES_TABLE = "agentkit_writes"
+# The store's own tables (the BM25 statistics are named in _pg_bm25).
+_RESERVED = frozenset(
+    {SCHEMA_TABLE, WRITES_TABLE, "agentkit_lex_scopes", "agentkit_lex_terms"}
+)
 _COLLECTION = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 # Words only: letters and digits (no "_", which the text parser splits on anyway).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -29,10 +33,10 @@ def check_collection(name: object) -> str:
     """A collection becomes a table name; keep it a plain lower-case identifier."""
     if not isinstance(name, str):
         raise InvalidArgumentType(f"collection must be a str, got {type(name).__name__}")
-    if not _COLLECTION.fullmatch(name) or name == SCHEMA_TABLE:
+    if not _COLLECTION.fullmatch(name) or name in _RESERVED:
         raise InvalidArgument(
-            f"collection must match [a-z_][a-z0-9_]* (at most 48 chars) and not be "
-            f"{SCHEMA_TABLE!r}, got {name!r}"
+            f"collection must match [a-z_][a-z0-9_]* (at most 48 chars) and not be one of "
+            f"{sorted(_RESERVED)}, got {name!r}"
         )
     return name
 
@@ -121,12 +125,12 @@ def where_clause(
     return sql.SQL(" AND ") + sql.SQL(" AND ").join(parts), params, complete
 
 
-def tsquery_text(query: str) -> str | None:
-    """The user's words OR-ed together, in to_tsquery syntax that cannot carry operators.
+def query_words(query: str) -> str | None:
+    """The user's words, space-separated, for PostgreSQL's text analysis; None: no words.
 
-    Only runs of letters and digits survive, so nothing the user typed is read as
-    tsquery syntax; OR gives BM25-like "any word counts" matching. Only the first
-    ``MAX_QUERY_TERMS`` distinct words count, as in every store. None: no words.
+    Only runs of letters and digits survive, so nothing the user typed can become query
+    syntax downstream. Only the first ``MAX_QUERY_TERMS`` distinct words count, as in
+    every store.
     """
     words: dict[str, None] = {}
     for match in _WORD.finditer(query):
@@ -135,4 +139,4 @@ def tsquery_text(query: str) -> str | None:
             break
     if not words:
         return None
-    return " | ".join(words)
+    return " ".join(words)

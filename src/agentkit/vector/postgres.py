@@ -31,6 +31,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.vector import _pg_bm25
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector._pg_schema import SchemaInfo, ensure_schema
 from agentkit.vector._pg_sql import (
@@ -40,7 +41,7 @@ from agentkit.vector._pg_sql import (
     check_ids,
     check_scope,
     prepare_chunks,
-    tsquery_text,
+    query_words,
     where_clause,
 )
 from agentkit.vector.port import Chunk, Embedder, matches_where
@@ -743,35 +744,54 @@ class PostgresVectorStore:
         scope: Scope,
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
-        """Full-text search: any of the query's words, best first.
+        """BM25 over any of the query's words, best first, with the scope's own statistics.
 
-        Ranked by ``ts_rank`` with length normalisation (flag 1). ``ts_rank_cd`` (cover
-        density) was tried first and ranks OR-queries poorly: nDCG@10 on SciFact's train
-        split went 0.40 -> 0.59 with this choice. Neither weighs words by rarity the way
-        BM25 does, so the SQLite store's FTS5 ranking stays ahead on long queries.
+        Document count, average length and document frequencies are the bucket's alone
+        (see ``_pg_bm25``), so no other tenant's writes change these scores. With a
+        ``where`` that is fully pushed down, MaxScore pruning scores only the rows that
+        could reach the top k; otherwise every matching row is scored.
         """
         query = check_query(query)
         k = check_k(k)
         flt = check_where(where)
         org, dom = check_scope(scope)
-        words = tsquery_text(query)
-        if words is None:
+        text = query_words(query)
+        if text is None:
             return []
         pool = await self._ready()
         clause, params, complete = where_clause(flt)
-        stmt = sql.SQL(
-            "SELECT ts_rank(tsv, q, 1) AS score, id, text, metadata"
-            " FROM {t}, to_tsquery('english'::regconfig, %(words)s) AS q"
-            " WHERE org_id = %(org)s AND domain_id = %(dom)s AND tsv @@ q{w}"
-            " ORDER BY score DESC, id LIMIT %(limit)s"
-        ).format(t=self._table, w=clause)
-        base = {"words": words, "org": org, "dom": dom, **params}
+        base = {"c": self.collection, "org": org, "dom": dom, **params}
+        async with self._connection(pool) as conn:
+            cur = await conn.execute(_pg_bm25.terms_statement(), {**base, "text": text})
+            terms: dict[str, _pg_bm25.Term] = {}
+            for lexeme, df, docs in await cur.fetchall():
+                if df > 0:
+                    terms[lexeme] = _pg_bm25.Term(lexeme, int(df), _pg_bm25.idf(int(docs), int(df)))
+        if not terms:
+            return []
+        stmt = _pg_bm25.score_statement(self._table, clause)
+        base["lex"] = sorted(terms)
 
-        async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(stmt, {**base, "limit": limit})
-            return await cur.fetchall()
+        def fetcher(find: Sequence[_pg_bm25.Term]) -> Any:
+            args = {**base, "find": _pg_bm25.tsquery_of(sorted(t.lexeme for t in find))}
 
-        return await self._collect(pool, fetch, k, flt, complete)
+            async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
+                cur = await conn.execute(stmt, {**args, "limit": limit})
+                return await cur.fetchall()
+
+            return fetch
+
+        everything = list(terms.values())
+        if not complete:
+            return await self._collect(pool, fetcher(everything), k, flt, complete)
+        first = _pg_bm25.first_round(everything, k)
+        found = await self._collect(pool, fetcher(first), k, flt, complete)
+        if len(first) < len(everything):
+            threshold = found[-1][0] if len(found) >= k else 0.0
+            rest = _pg_bm25.needed(everything, threshold)
+            if not {t.lexeme for t in rest} <= {t.lexeme for t in first}:
+                found = await self._collect(pool, fetcher(rest), k, flt, complete)
+        return found
 
     async def _collect(
         self,

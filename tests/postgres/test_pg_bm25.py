@@ -1,0 +1,224 @@
+"""BM25 on PostgreSQL: exact scores, statistics per tenant, kept exact by every write.
+
+The reference below recomputes BM25 in Python from PostgreSQL's own analysis of the
+texts (``to_tsvector('english')``), so only the ranking arithmetic and the statistics
+are under test, not the tokeniser.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from agentkit.kernel import Scope
+from agentkit.vector import Chunk
+from agentkit.vector.postgres import PostgresVectorStore
+
+A = Scope("acme", "support")
+B = Scope("globex", "support")
+K1, BB = 1.2, 0.75
+
+_WORDS = (
+    "cell protein gene expression tumour cancer mouse human blood insulin receptor "
+    "signalling pathway increases decreases running runner runs studies studied study "
+    "patients patient treatment treatments clinical trial dose response immune vaccine "
+    "virus infection bacteria antibiotic resistance neuron brain memory sleeping sleep"
+).split()
+
+_DOCS = [
+    "Insulin receptor signalling increases glucose uptake in human muscle cells.",
+    "Tumour cells resist treatment when the immune response is weak.",
+    "Sleep deprivation impairs memory consolidation in mice and in humans.",
+    "Antibiotic resistance spreads among bacteria through plasmids.",
+    "A clinical trial of a vaccine dose: the immune response increased with dose.",
+    "Running and runners: studies of patients who run show lower blood pressure.",
+    "Gene expression in the brain changes during sleeping and waking.",
+    "Cancer cells cancer cells cancer cells: a protein pathway studied at length in "
+    "many many patients over many years of follow-up and clinical treatment.",
+]
+
+
+def _corpus(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(4, 30))) for _ in range(n)]
+
+
+def _lexemes(conn: psycopg.Connection[tuple[object, ...]], text: str) -> Counter[str]:
+    rows = conn.execute(
+        "SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', %s))",
+        (text,),
+    ).fetchall()
+    return Counter({str(lex): int(tf) for lex, tf in rows})  # type: ignore[call-overload]
+
+
+def _reference(url: str, docs: dict[str, str], query: str) -> dict[str, float]:
+    """BM25 (Lucene idf) of every document holding a query lexeme, from first principles."""
+    with psycopg.connect(url) as conn:
+        bags = {i: _lexemes(conn, text) for i, text in docs.items()}
+        terms = set(_lexemes(conn, query))
+    n = len(bags)
+    avgdl = sum(sum(bag.values()) for bag in bags.values()) / n
+    df = Counter(lex for bag in bags.values() for lex in bag)
+    scores: dict[str, float] = {}
+    for i, bag in bags.items():
+        length = sum(bag.values())
+        hits = [t for t in terms if bag[t]]
+        if not hits:
+            continue
+        scores[i] = sum(
+            math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            * bag[t] * (K1 + 1) / (bag[t] + K1 * (1 - BB + BB * length / avgdl))
+            for t in hits
+        )
+    return scores
+
+
+def _top(scores: dict[str, float], k: int) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:k]
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 1000])
+async def test_scores_match_a_reference_bm25(
+    store: PostgresVectorStore, pg_url: str, k: int
+) -> None:
+    docs = {f"d{n}": text for n, text in enumerate(_DOCS + _corpus(120, seed=1))}
+    await store.upsert([Chunk(i, t) for i, t in docs.items()], scope=A)
+    # Another tenant's rows share the vocabulary; they must not enter A's statistics.
+    await store.upsert([Chunk(f"b{n}", t) for n, t in enumerate(_corpus(300, 2))], scope=B)
+    for query in (
+        "cancer cells treatment",
+        "Does insulin receptor signalling increase glucose uptake in muscle?",
+        "running runner runs",
+        "sleeping brain memory patients study",
+        "plasmids",
+    ):
+        expected = _top(_reference(pg_url, docs, query), k)
+        got = await store.lexical_search(query, k=k, scope=A)
+        assert [c.id for _, c in got] == [i for i, _ in expected], query
+        for (score, _), (_, want) in zip(got, expected, strict=True):
+            assert score == pytest.approx(want, abs=1e-6), query
+
+
+async def test_a_tenants_scores_ignore_other_tenants_writes(store: PostgresVectorStore) -> None:
+    await store.upsert(
+        [Chunk("rare", "a note about plasmids and bacteria"), *(
+            Chunk(f"a{n}", t) for n, t in enumerate(_corpus(40, seed=3)))],
+        scope=A,
+    )
+    queries = ("plasmids", "bacteria resistance", "cancer cells in patients", "sleep")
+    before = [await store.lexical_search(q, k=20, scope=A) for q in queries]
+    # B writes a large corpus sharing all of A's words, the rare one included.
+    big = [Chunk(f"b{n}", t + " plasmids") for n, t in enumerate(_corpus(2000, seed=4))]
+    await store.bulk_upsert(big, scope=B)
+    after = [await store.lexical_search(q, k=20, scope=A) for q in queries]
+    assert after == before
+    assert before[0][0][1].id == "rare"
+    # And B's own statistics do see its corpus: the same word is common there.
+    b_hits = await store.lexical_search("plasmids", k=1, scope=B)
+    assert b_hits[0][0] < before[0][0][0]
+
+
+def _stats(url: str, collection: str) -> tuple[set[tuple[object, ...]], set[tuple[object, ...]]]:
+    with psycopg.connect(url) as conn:
+        scopes = conn.execute(
+            "SELECT org_id, domain_id, docs, tokens FROM agentkit_lex_scopes"
+            " WHERE collection = %s AND docs <> 0",
+            (collection,),
+        ).fetchall()
+        terms = conn.execute(
+            "SELECT org_id, domain_id, lexeme, df FROM agentkit_lex_terms"
+            " WHERE collection = %s",
+            (collection,),
+        ).fetchall()
+    return set(scopes), set(terms)
+
+
+def _recount(url: str, collection: str) -> tuple[set[tuple[object, ...]], set[tuple[object, ...]]]:
+    t = sql.Identifier(collection)
+    with psycopg.connect(url) as conn:
+        scopes = conn.execute(
+            sql.SQL(
+                "SELECT org_id, domain_id, count(*), sum((SELECT coalesce(sum("
+                "cardinality(u.positions)), 0) FROM unnest(tsv) u))::bigint"
+                " FROM {} GROUP BY 1, 2"
+            ).format(t)
+        ).fetchall()
+        terms = conn.execute(
+            sql.SQL(
+                "SELECT r.org_id, r.domain_id, u.lexeme, count(*) FROM {} r, unnest(r.tsv) u"
+                " GROUP BY 1, 2, 3"
+            ).format(t)
+        ).fetchall()
+    return set(scopes), set(terms)
+
+
+async def test_writes_and_deletes_keep_statistics_exact(
+    store: PostgresVectorStore, pg_url: str, collection: str
+) -> None:
+    texts = _corpus(400, seed=5)
+    first = [Chunk(f"a{n}", t, {"n": n % 3}) for n, t in enumerate(texts[:100])]
+    await store.upsert(first, scope=A)
+    await store.bulk_upsert([Chunk(f"c{n}", t) for n, t in enumerate(texts[100:])], scope=A)
+    await store.upsert([Chunk(f"b{n}", t) for n, t in enumerate(texts[:50])], scope=B)
+    assert _stats(pg_url, collection) == _recount(pg_url, collection)
+    # Updates: new text, same text with new metadata, and a batch repeating an id.
+    await store.upsert([Chunk("a1", "completely new words: plasmids vaccine"),
+                        Chunk("a2", texts[2], {"n": 99}),
+                        Chunk("a3", "first"), Chunk("a3", "second version wins")], scope=A)
+    await store.bulk_upsert([Chunk(f"c{n}", t + " extra") for n, t in enumerate(texts[:300])],
+                            scope=A)
+    assert _stats(pg_url, collection) == _recount(pg_url, collection)
+    assert await store.delete(["a1", "a5", "missing"], scope=A) == 2
+    assert await store.delete_where({"n": 1}, scope=A) > 0
+    assert await store.delete_scope(scope=B) == 50
+    assert _stats(pg_url, collection) == _recount(pg_url, collection)
+    # A word whose last document went leaves no statistics behind.
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM agentkit_lex_terms WHERE collection = %s AND lexeme = 'plasmid'",
+            (collection,),
+        ).fetchone() == (0,)
+
+
+async def test_a_version_1_collection_is_upgraded_and_backfilled(
+    store: PostgresVectorStore,
+    make_store: Callable[..., PostgresVectorStore],
+    pg_url: str,
+    collection: str,
+) -> None:
+    docs = {f"d{n}": text for n, text in enumerate(_DOCS)}
+    await store.upsert([Chunk(i, t) for i, t in docs.items()], scope=A)
+    await store.close()
+    # What the previous version left: no statistics, no triggers, version 1.
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for event in ("insert", "update", "delete"):
+            conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(
+                sql.Identifier(f"zz_agentkit_lex_{event}"), sql.Identifier(collection)))
+        for table in ("agentkit_lex_scopes", "agentkit_lex_terms"):
+            conn.execute(sql.SQL("DELETE FROM {} WHERE collection = %s").format(
+                sql.Identifier(table)), (collection,))
+        conn.execute("UPDATE agentkit_schema SET version = 1 WHERE collection = %s",
+                     (collection,))
+    upgraded = make_store()
+    got = await upgraded.lexical_search("cancer cells treatment", k=3, scope=A)
+    expected = _top(_reference(pg_url, docs, "cancer cells treatment"), 3)
+    assert [(c.id, pytest.approx(s, abs=1e-6)) for s, c in got] == expected
+    await upgraded.upsert([Chunk("new", "cancer again")], scope=A)
+    assert _stats(pg_url, collection) == _recount(pg_url, collection)
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT version FROM agentkit_schema WHERE collection = %s",
+                            (collection,)).fetchone() == (2,)
+
+
+async def test_query_syntax_is_only_words(store: PostgresVectorStore) -> None:
+    await store.upsert([Chunk("x", "cats and dogs"), Chunk("y", "birds")], scope=A)
+    got = await store.lexical_search("cat & !dog | 'bird':* <-> (x", k=5, scope=A)
+    assert sorted(c.id for _, c in got) == ["x", "y"]
+    assert await store.lexical_search("& | ! :* ()", k=5, scope=A) == []
+    assert await store.lexical_search("the and of", k=5, scope=A) == []  # stop words only
