@@ -24,6 +24,7 @@ from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.dedupe import without_dedupe_stamps
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
+from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.state.memory._item import check_items
 from agentkit.state.memory._stamps import held_by
@@ -54,6 +55,7 @@ _SYNC_ONLY = frozenset(
 )
 
 
+@traced_memory(kind="client")
 class LangGraphStoreMemory:
     """Recall from, and write to, one namespace of a LangGraph store.
 
