@@ -159,6 +159,7 @@ class AgentkitStore(BaseStore):
 
     @property
     def scope(self) -> Scope:
+        """The tenant every call of this instance reads and writes."""
         return self._scope
 
     def bind(self, scope: Scope) -> AgentkitStore:

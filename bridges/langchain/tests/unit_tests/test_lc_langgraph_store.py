@@ -229,6 +229,12 @@ async def test_batch_reads_see_the_store_before_its_writes(api: Api) -> None:
 async def test_prefix_matches_whole_segments(api: Api) -> None:
     for ns in [("foo",), ("foobar",), ("user", "1"), ("user", "12"), ("user", "1", "x")]:
         await api("put", ns, "k", {"ns": "/".join(ns)})
+    await api("put", ("nl", "alice"), "k", {"v": 1})
+    await api("put", ("nl", "alice\n"), "k", {"v": 2})
+    assert [i.value for i in await api("search", ("nl", "alice"))] == [{"v": 1}]
+    assert (await api("get", ("nl", "alice\n"), "k")).value == {"v": 2}
+    await api("delete", ("nl", "alice"), "k")
+    await api("delete", ("nl", "alice\n"), "k")
     assert [i.namespace for i in await api("search", ("foo",))] == [("foo",)]
     assert [i.namespace for i in await api("search", ("user", "1"))] == [
         ("user", "1"),
