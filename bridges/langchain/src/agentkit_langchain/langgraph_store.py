@@ -39,6 +39,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     ensure_embeddings,
     validate_op_namespace,
 )
@@ -109,7 +110,9 @@ class AgentkitStore(BaseStore):
     ``store`` is an ``InMemoryVectorStore``, ``SQLiteVectorStore`` or
     ``PostgresVectorStore`` (None: a fresh in-memory one). ``scope`` is the tenant
     every call reads and writes (default the unscoped bucket); ``bind(scope)`` gives
-    the same store for another tenant. ``index`` is LangGraph's ``IndexConfig``:
+    the same store for another tenant. ``ttl`` is LangGraph's ``TTLConfig``
+    (``default_ttl`` minutes for puts that name none, ``refresh_on_read``; there is no
+    sweeper, expired items are skipped). ``index`` is LangGraph's ``IndexConfig``:
     ``fields`` choose the indexed text (default the whole value); ``embed`` only when
     this class builds the store (``store=None`` or ``from_conn_string``), because a
     ready store already embeds with its own model and two models in one bucket would
@@ -129,6 +132,7 @@ class AgentkitStore(BaseStore):
         *,
         scope: Scope | None = None,
         index: IndexConfig | Mapping[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
     ) -> None:
         config = _check_index(index)
         if store is None:
@@ -150,6 +154,7 @@ class AgentkitStore(BaseStore):
             raise InvalidArgument(f"index['dims'] is {dims} but the store's embedder has {dim}")
         self.store = store
         self.index_config = config
+        self.ttl_config = _check_ttl_config(ttl)
         self._fields: list[str] = list(config.get("fields") or ["$"])
         self._scope = check_scope(Scope() if scope is None else scope)
         self._lexical = callable(getattr(store, "lexical_search", None))
@@ -164,7 +169,9 @@ class AgentkitStore(BaseStore):
 
     def bind(self, scope: Scope) -> AgentkitStore:
         """The same storage seen by another tenant (nothing is copied)."""
-        other = AgentkitStore(self.store, scope=scope, index=_without_embed(self.index_config))
+        other = AgentkitStore(
+            self.store, scope=scope, index=_without_embed(self.index_config), ttl=self.ttl_config
+        )
         other._fields = list(self._fields)
         return other
 
@@ -176,6 +183,7 @@ class AgentkitStore(BaseStore):
         *,
         scope: Scope | None = None,
         index: IndexConfig | Mapping[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
     ) -> Iterator[AgentkitStore]:
         """Open a store by path or URL, closed on exit (as LangGraph's stores open).
 
@@ -185,7 +193,7 @@ class AgentkitStore(BaseStore):
         """
         store = _open_store(path_or_url, _check_index(index))
         try:
-            yield cls(store, scope=scope, index=_without_embed(_check_index(index)))
+            yield cls(store, scope=scope, index=_without_embed(_check_index(index)), ttl=ttl)
         finally:
             run_sync(store.close)
 
@@ -197,11 +205,12 @@ class AgentkitStore(BaseStore):
         *,
         scope: Scope | None = None,
         index: IndexConfig | Mapping[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
     ) -> AsyncIterator[AgentkitStore]:
         """``from_conn_string`` for async code: the store is closed on this loop."""
         store = _open_store(path_or_url, _check_index(index))
         try:
-            yield cls(store, scope=scope, index=_without_embed(_check_index(index)))
+            yield cls(store, scope=scope, index=_without_embed(_check_index(index)), ttl=ttl)
         finally:
             await store.close()
 
@@ -714,6 +723,31 @@ def _check_index(index: object) -> dict[str, Any]:
     ):
         raise InvalidArgumentType(f"index['fields'] must be a list of field paths, got {fields!r}")
     return config
+
+
+def _check_ttl_config(ttl: object) -> TTLConfig | None:
+    """LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) and ``refresh_on_read``."""
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise InvalidArgumentType(
+            f"ttl must be a LangGraph TTLConfig dict, got {type(ttl).__name__}"
+        )
+    unknown = set(ttl) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
+    if unknown:
+        raise InvalidArgument(f"unknown ttl setting(s) {sorted(unknown)}")
+    default = ttl.get("default_ttl")
+    if default is not None and (
+        isinstance(default, bool)
+        or not isinstance(default, (int, float))
+        or not math.isfinite(default)
+        or default <= 0
+    ):
+        raise InvalidArgument(f"ttl['default_ttl'] must be positive minutes, got {default!r}")
+    refresh = ttl.get("refresh_on_read", True)
+    if not isinstance(refresh, bool):
+        raise InvalidArgumentType(f"ttl['refresh_on_read'] must be a bool, got {refresh!r}")
+    return TTLConfig(**ttl)  # type: ignore[typeddict-item]
 
 
 def _without_embed(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -561,6 +561,23 @@ async def test_a_put_after_expiry_starts_a_new_item(api: Api, clock: Clock) -> N
     assert (await api("get", ("t",), "k")).value == {"v": 2}  # no TTL any more
 
 
+async def test_ttl_config_defaults(backend: Any, clock: Clock) -> None:
+    store = AgentkitStore(backend, ttl={"default_ttl": 1, "refresh_on_read": False})
+    await store.aput(("t",), "default", {"v": 1})  # takes default_ttl
+    await store.aput(("t",), "forever", {"v": 2}, ttl=None)  # None: never expires
+    clock.advance(50)
+    assert await store.aget(("t",), "default") is not None  # read, but no refresh
+    clock.advance(20)
+    assert await store.aget(("t",), "default") is None
+    assert await store.aget(("t",), "default", refresh_ttl=True) is None
+    assert keys(await store.asearch(("t",))) == ["forever"]
+    assert store.bind(GLOBEX).ttl_config == store.ttl_config
+    with pytest.raises(InvalidArgument):
+        AgentkitStore(backend, ttl={"default_ttl": -1})
+    with pytest.raises(InvalidArgument):
+        AgentkitStore(backend, ttl={"default_tll": 1})  # type: ignore[typeddict-unknown-key]
+
+
 async def test_a_refresh_never_writes_back_an_older_value(clock: Clock) -> None:
     """A put landing between a read and its TTL refresh survives the refresh."""
 
