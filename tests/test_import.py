@@ -352,6 +352,34 @@ def test_faiss_and_in_memory_langchain_objects(tmp_path: Path) -> None:
     asyncio.run(go())
 
 
+async def test_chroma_objects_from_langchain_and_llamaindex() -> None:
+    import chromadb
+    from agentkit_langchain import AgentkitEmbeddings
+    from langchain_chroma import Chroma
+    from llama_index.core.schema import TextNode
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    client = chromadb.EphemeralClient()
+    lc = Chroma(collection_name="lc-docs", client=client,
+                embedding_function=AgentkitEmbeddings(HASH))
+    lc.add_texts([t for t, _ in RECORDS.values()], metadatas=[m for _, m in RECORDS.values()],
+                 ids=list(RECORDS))
+    # LlamaIndex's Chroma adapter takes flat values only: no list.
+    flat = {rid: (t, {k: v for k, v in m.items() if k != "tags"})
+            for rid, (t, m) in RECORDS.items()}
+    li = ChromaVectorStore(chroma_collection=client.create_collection("li-docs"))
+    li.add([TextNode(id_=rid, text=t, metadata=dict(m), embedding=list(skewed([t])[0]))
+            for rid, (t, m) in flat.items()])
+    for source, reused, expected in ((from_langchain(lc), 3, RECORDS),
+                                     (from_llamaindex(li), 0, flat)):
+        store = InMemoryVectorStore(HASH)
+        report = await copy(source, store, scope=SCOPE)
+        assert (report.new, report.reused, report.embedded, report.verified) == (
+            3, reused, 3 - reused, True)
+        assert_same_records(
+            {c.id: c for c in await store.get(list(RECORDS), scope=SCOPE)}, expected)
+
+
 # --- refusals and the generic path ---------------------------------------------------------
 
 

@@ -54,7 +54,7 @@ def from_llamaindex(obj: Any, *, page: int = PAGE) -> Source:
     if store is not None and getattr(store, "stores_text", False) and callable(
         getattr(store, "get_nodes", None)
     ):
-        nodes = store.get_nodes()
+        nodes = store.get_nodes(None)  # None: every node (some stores require the argument)
         return Source("llamaindex", type(store).__name__, paged(_nodes(nodes), page),
                       total=len(nodes), note=NO_MODEL)
     raise InvalidArgumentType(
