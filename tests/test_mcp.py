@@ -122,19 +122,21 @@ async def test_stdio_lists_tools_with_schemas(root: Path) -> None:
     assert tools["memory_forget"].output_schema["required"] == ["deleted"]
 
 
-@pytest.mark.parametrize(("scope", "k"), [(None, 5), (ACME, 3), (None, 100)])
-async def test_stdio_search_equals_cli_query_json(root: Path, scope: str | None, k: int) -> None:
+@pytest.mark.parametrize("scope", [None, ACME])
+async def test_stdio_search_equals_cli_query_json(root: Path, scope: str | None) -> None:
     db = root / "memory.db"
     text = "how are tenants kept apart"
     extra = ["--scope", scope] if scope else []
     async with stdio(db, *extra) as client:
-        result = await client.call_tool("memory_search", {"query": text, "k": k})
-    assert not result.is_error
-    items = result.structured_content["items"]
-    assert items, "the notes answer this query"
-    assert items == cli_query(db, text, k, scope, root)
-    # The same data, not instructions, in the text block a client without structure reads.
-    assert json.loads(result.content[0].text) == result.structured_content
+        results = {k: await client.call_tool("memory_search", {"query": text, "k": k})
+                   for k in (1, 3, 100)}
+    for k, result in results.items():
+        assert not result.is_error
+        items = result.structured_content["items"]
+        assert items, "the notes answer this query"
+        assert items == cli_query(db, text, k, scope, root)
+        # The same data, not instructions, in the text block a client without structure reads.
+        assert json.loads(result.content[0].text) == result.structured_content
 
 
 async def test_stdio_write_search_forget_round_trip(root: Path) -> None:
@@ -276,10 +278,12 @@ def http(root: Path) -> Iterator[HttpServer]:
         _stop(proc)
 
 
-def http_client(server: HttpServer, token: str) -> Client:
+def http_client(server: HttpServer, token: str, mode: str = "auto") -> Client:
+    """The SDK's client with a bearer header; ``legacy`` forces the initialize handshake
+    and a stateful session, ``auto`` lets the client pick the newest protocol."""
     headers = {"Authorization": f"Bearer {token}"}
     transport = streamable_http_client(server.url, http_client=create_mcp_http_client(headers))
-    return Client(transport, read_timeout_seconds=60)
+    return Client(transport, read_timeout_seconds=60, mode=mode)
 
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -319,8 +323,9 @@ def test_http_session_is_bound_to_the_token_that_opened_it(http: HttpServer) -> 
     assert mine.status_code == 200 and "memory_search" in mine.text
 
 
-async def test_http_two_tenants_never_see_each_other(http: HttpServer) -> None:
-    async with http_client(http, http.acme) as a, http_client(http, http.beta) as b:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_http_two_tenants_never_see_each_other(http: HttpServer, mode: str) -> None:
+    async with http_client(http, http.acme, mode) as a, http_client(http, http.beta, mode) as b:
         wa = await a.call_tool("memory_write", {"items": [
             {"content": "Pelican ledger for acme only", "id": "shared-id",
              "metadata": {"org_id": "beta", "domain_id": "sales"}}]})

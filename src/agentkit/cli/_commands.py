@@ -70,5 +70,4 @@ async def cmd_stats(args: argparse.Namespace) -> int:
 async def cmd_mcp(args: argparse.Namespace) -> int:
     from agentkit.cli import _mcp_args  # the MCP SDK is imported only for this command
 
-    result: int = await _mcp_args.server_module().run(args)
-    return result
+    return await _mcp_args.run(args)

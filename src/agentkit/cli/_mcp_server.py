@@ -31,8 +31,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from agentkit.cli import _query
-from agentkit.cli._args import PROG, UsageError, parse_scope
-from agentkit.cli._mcp_tokens import TokenFile, add_token, scope_of
+from agentkit.cli._args import PROG
+from agentkit.cli._mcp_tokens import TokenFile, scope_of
 from agentkit.cli._mcp_tools import TOOLS, MemoryTools
 from agentkit.cli._stores import open_store
 from agentkit.kernel.ctx import Scope
@@ -95,21 +95,6 @@ def token_tenant(ctx: ServerRequestContext[Any, Any]) -> Scope:
     if not isinstance(user, AuthenticatedUser):
         raise MCPError(code=types.INVALID_REQUEST, message="this request carries no valid token")
     return scope_of(user.access_token)
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``PORT``, ``HOST:PORT`` or ``[V6]:PORT``; the host defaults to loopback."""
-    host, port = "127.0.0.1", text
-    if text.startswith("["):
-        inner, sep, rest = text[1:].partition("]")
-        if not sep or not rest.startswith(":"):
-            raise UsageError(f"--http takes [HOST:]PORT, got {text!r}")
-        host, port = inner, rest[1:]
-    elif ":" in text:
-        host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise UsageError(f"--http takes [HOST:]PORT with a port 0-65535, got {text!r}")
-    return host, int(port)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -176,29 +161,10 @@ async def _serve_http(tools: MemoryTools, tokens: TokenFile, host: str, port: in
         await uvicorn.Server(config).serve(sockets=[sock])
 
 
-def token_add(args: argparse.Namespace) -> int:
-    scope = parse_scope(args.tenant)
-    token = add_token(args.tokens, scope)
-    print(f"added a token for {args.tenant} to {args.tokens}; it is shown only this once:",
-          file=sys.stderr)
-    print(token)
-    return 0
-
-
-async def run(args: argparse.Namespace) -> int:
-    if getattr(args, "mcp_command", None) == "token":
-        return token_add(args)
-    listen = parse_listen(args.http) if args.http is not None else None
+async def run(args: argparse.Namespace, listen: tuple[str, int] | None) -> int:
+    """Serve until the client hangs up (stdio) or the process is stopped (HTTP)."""
     tokens: TokenFile | None = None
-    if listen is None:
-        if args.tokens is not None:
-            raise UsageError("--tokens is for --http; over stdio the tenant is --scope")
-    else:
-        if args.tokens is None:
-            raise UsageError("--http needs --tokens FILE (create one with: "
-                             f"{PROG} mcp token add ORG/DOMAIN --tokens FILE)")
-        if args.scope != Scope():
-            raise UsageError("--scope is for stdio; over --http each token names its tenant")
+    if listen is not None:
         tokens = TokenFile(args.tokens)
         if listen[0] not in _LOOPBACK:
             print(f"{PROG} mcp: warning: listening on {listen[0]}, beyond this machine; "

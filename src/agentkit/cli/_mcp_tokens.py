@@ -23,12 +23,14 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-
-from mcp.server.auth.provider import AccessToken
+from typing import TYPE_CHECKING
 
 from agentkit.cli._args import UsageError, parse_scope
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, StoreError
+
+if TYPE_CHECKING:  # the SDK is imported by the server only; token add runs without it
+    from mcp.server.auth.provider import AccessToken
 
 _PREFIX = "sha256:"
 _HEX = frozenset("0123456789abcdef")
@@ -148,6 +150,8 @@ class TokenFile:
         return "token-" + found.digest.hex()[:16], found.scope
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        from mcp.server.auth.provider import AccessToken
+
         hit = self.lookup(token)
         if hit is None:
             return None
