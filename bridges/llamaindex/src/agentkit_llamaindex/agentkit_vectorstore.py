@@ -11,8 +11,10 @@ The opposite direction, a LlamaIndex store under agentkit, is ``LlamaIndexVector
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,9 +34,10 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from agentkit.interop import run_sync
-from agentkit.kernel.ctx import Scope
+from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope
+from agentkit.state.memory import CompositeMemory, MemoryItem, rrf_rerank
 from agentkit.vector.port import Chunk, Embedder, VectorPort
 from agentkit_llamaindex._node_filters import predicate, pushdown
 from agentkit_llamaindex.embedding import AgentkitEmbedding
@@ -48,7 +51,7 @@ _DEFAULT_PATH = os.path.join(".agentkit", "memory.db")
 _NODE_CONTENT = "_node_content"
 _REF_DOC_KEY = "ref_doc_id"
 _PAGE = 1000
-# Reciprocal rank fusion's textbook constant (as agentkit's rrf_rerank uses).
+# Reciprocal rank fusion's textbook constant (rrf_rerank's default).
 _RRF_CONSTANT = 60.0
 _Scored = list[tuple[float, Chunk]]
 _Search = Callable[[int, dict[str, Any] | None], Coroutine[Any, Any, _Scored]]
@@ -384,7 +387,8 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         depth = max(k, query.hybrid_top_k or 0, query.sparse_top_k or 0)
         dense_hits = await _widened(await self._dense(query), depth, where, keep)
         word_hits = await _widened(lexical, depth, where, keep)
-        return _fuse(dense_hits, word_hits, float(alpha), k)
+        text = check_query(query.query_str)
+        return await _fused_by_rrf(text, dense_hits, word_hits, float(alpha), k, self._scope)
 
     async def _matching(
         self, node_ids: list[str] | None, filters: MetadataFilters | None
@@ -448,17 +452,50 @@ async def _widened(
         n *= 4
 
 
-def _fuse(dense: _Scored, words: _Scored, alpha: float, k: int) -> _Scored:
-    """Weighted reciprocal rank fusion: ``alpha`` for the dense list, ``1 - alpha`` for
-    the word list; ranks, not raw scores, because cosine and BM25 live on other scales."""
-    fused: dict[str, float] = {}
-    chunks: dict[str, Chunk] = {}
-    for weight, hits in ((alpha, dense), (1.0 - alpha, words)):
-        for rank, (_, chunk) in enumerate(hits, start=1):
-            fused[chunk.id] = fused.get(chunk.id, 0.0) + weight / (_RRF_CONSTANT + rank)
-            chunks.setdefault(chunk.id, chunk)
-    order = sorted(fused, key=lambda cid: -fused[cid])  # stable: dense order breaks ties
-    return [(fused[cid], chunks[cid]) for cid in order[:k]]
+@dataclass
+class _Half:
+    """One half's hits, already fetched and filtered, as a member of the fusion."""
+
+    name: str
+    items: list[MemoryItem]
+    accepts_writes = False
+
+    async def query(
+        self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        return self.items[:k]
+
+    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        raise StoreError("a hybrid query's halves are read-only")
+
+
+async def _fused_by_rrf(
+    text: str, dense: _Scored, words: _Scored, alpha: float, k: int, scope: Scope
+) -> _Scored:
+    """The project's hybrid: the two lists through ``CompositeMemory`` and ``rrf_rerank``.
+
+    Ranks, not raw scores, because cosine and BM25 live on other scales; ``alpha``
+    weighs the dense half, ``1 - alpha`` the word half. A chunk in both lists is one
+    item (merged by id) whose score adds its two reciprocal ranks. Each item's content
+    is its chunk id, so only ids merge: two nodes with the same text stay two nodes.
+    """
+    chunks = {c.id: c for _, c in (*words, *dense)}
+    halves = [
+        _Half(name, [MemoryItem(c.id, name, id=c.id) for _, c in hits])
+        for name, hits in (("dense", dense), ("lexical", words))
+    ]
+    fusion = CompositeMemory(
+        [*halves],
+        reranker=functools.partial(
+            rrf_rerank,
+            weights={"dense": alpha, "lexical": 1.0 - alpha},
+            constant=_RRF_CONSTANT,
+        ),
+        name="llamaindex-hybrid",
+    )
+    depth = max(k, len(dense), len(words))
+    fused = await fusion.query(text, k=depth, ctx=Ctx(scope=scope))
+    return [(item.score or 0.0, chunks[item.id]) for item in fused[:k] if item.id is not None]
 
 
 def _node_list(nodes: object) -> list[BaseNode]:
