@@ -397,6 +397,11 @@ async def test_http_concurrent_clients_write_exact_counts(http: HttpServer) -> N
         gone = await client.call_tool("memory_forget", {"ids": written})
     assert gone.structured_content == {"deleted": total}
     assert await count(http.db, "gamma/ops") == 0
+    # Revoking is deleting the token's line: the running server refuses it at once.
+    lines = http.tokens.read_text().splitlines(keepends=True)
+    http.tokens.write_text("".join(line for line in lines if "gamma/ops" not in line))
+    assert raw_post(http, INIT, Authorization=f"Bearer {tenant_token}").status_code == 401
+    assert raw_post(http, INIT, Authorization=f"Bearer {http.acme}").status_code == 200
 
 
 async def test_http_client_disconnecting_mid_call_leaves_the_server_serving(
