@@ -203,6 +203,8 @@ async def test_a_version_1_collection_is_upgraded_and_backfilled(
         for table in ("agentkit_lex_scopes", "agentkit_lex_terms"):
             conn.execute(sql.SQL("DELETE FROM {} WHERE collection = %s").format(
                 sql.Identifier(table)), (collection,))
+        conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN tokens").format(
+            sql.Identifier(collection)))
         conn.execute("UPDATE agentkit_schema SET version = 1 WHERE collection = %s",
                      (collection,))
     upgraded = make_store()

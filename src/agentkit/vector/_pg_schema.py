@@ -144,6 +144,7 @@ async def ensure_schema(
                     conn, collection, (width, name), (dim, str(embedder))
                 )
         existed = await _has_table(conn, collection)
+        await conn.execute(_pg_bm25.TOKENS_FUNCTION)  # the table's tokens column calls it
         await conn.execute(
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {t} ("
@@ -155,9 +156,10 @@ async def ensure_schema(
                 " embedding vector({dim}) NOT NULL,"
                 " tsv tsvector GENERATED ALWAYS AS"
                 " (to_tsvector('english'::regconfig, text)) STORED,"
+                " {tokens},"
                 " updated_at timestamptz NOT NULL DEFAULT now(),"
                 " PRIMARY KEY (org_id, domain_id, id))"
-            ).format(t=table, dim=sql.Literal(width))
+            ).format(t=table, dim=sql.Literal(width), tokens=sql.SQL(_pg_bm25.TOKENS_COLUMN))
         )
         await conn.execute(
             sql.SQL(
