@@ -219,8 +219,18 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]], *, timeout: float | Non
     ``timeout`` (``TimeoutError``) or an interrupt in the waiting caller the task is
     cancelled, and the call returns only once it has finished unwinding.
 
-    Raises ``SyncCallOnLoopThread`` when called from the background loop itself: it
-    would wait for a loop that cannot run until it returns.
+    Args:
+        make: Builds the coroutine to run; called once, in the caller's thread.
+        timeout: Seconds to wait before cancelling; ``None`` waits as long as it takes.
+
+    Returns:
+        What the coroutine returned.
+
+    Raises:
+        SyncCallOnLoopThread: Called from the background loop itself, which would wait
+            for a loop that cannot run until it returns.
+        TimeoutError: ``timeout`` passed; the task was cancelled and has unwound.
+        InvalidArgumentType: ``make`` did not return a coroutine.
     """
     limit = _check_timeout(timeout)
     loop, thread = _background()
