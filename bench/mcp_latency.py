@@ -156,6 +156,7 @@ def main() -> None:
     parser.add_argument("--cli-runs", type=int, default=5)
     opts = parser.parse_args()
     rows = []
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmp:
         work = Path(tmp)
         for embedder in opts.embedders.split(","):
@@ -175,6 +176,9 @@ def main() -> None:
             rows.append((embedder, cold, started, stdio, http))
     print(f"memory_search on the demo store (docs/ + README.md), k=5, {opts.calls} calls; "
           "target: warm p50 <= 30 ms")
+    # Latency on a shared machine is mostly other people's work: say how busy it was.
+    print(f"machine load (1-min average) {load_before:.1f} at start, "
+          f"{os.getloadavg()[0]:.1f} at end, on {os.cpu_count()} CPU(s)")
     print(f"{'embedder':<9} {'CLI cold/call':>14} {'server start':>13} "
           f"{'stdio p50':>10} {'p95':>7} {'http p50':>9} {'p95':>7} {'cold/warm':>10}")
     for embedder, cold, started, stdio, http in rows:
