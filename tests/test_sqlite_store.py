@@ -406,28 +406,36 @@ async def test_queries_run_concurrently_off_the_loop(db: Path) -> None:
 
 
 @pytest.mark.parametrize("k", [5, 40])
-async def test_lexical_ranking_is_fts5_bm25_over_every_query_word(db: Path, k: int) -> None:
+async def test_lexical_ranking_is_stemmed_bm25_over_the_scope_alone(db: Path, k: int) -> None:
+    """Scores are tantivy's BM25 with English stemming over this scope's texts only:
+    another tenant's documents holding the same words change nothing."""
+    import tantivy
+
     words = ["apple", "banana", "cherry", "grape", "lemon", "mango", "peach", "plum"]
     chunks = [
-        Chunk(f"d{i}", f"the {words[i % 8]} and the {words[(i * 3) % 8]} of the {i} garden")
+        Chunk(f"d{i}", f"the {words[i % 8]}s and the {words[(i * 3) % 8]} of the {i} garden")
         for i in range(40)
     ]
+    query = "the apples of the gardens and the plum"
     async with SQLiteVectorStore(db, embedder=HashingEmbedder()) as store:
         await store.upsert(chunks, scope=ACME)
-        ours = await store.lexical_search("the apple of the garden and the plum", k=k, scope=ACME)
-    with sqlite3.connect(db) as conn:
-        full = conn.execute(
-            "SELECT c.id, bm25(chunks_fts) FROM chunks_fts JOIN chunks c "
-            "ON c.rowid = chunks_fts.rowid WHERE chunks_fts MATCH ? ORDER BY 2, 1 LIMIT ?",
-            ('"the" OR "apple" OR "of" OR "garden" OR "and" OR "plum"', k),
-        ).fetchall()
-    # k=5: the rare words fill the list, and common words (idf floored at 1e-6 by FTS5)
-    # could not have reordered it. k=40: they cannot, so every word is scored and the
-    # rows matching only "the" fill the tail, exactly as the plain query has them.
+        await store.upsert([Chunk(f"g{i}", "apple apple plum") for i in range(30)], scope=GLOBEX)
+        ours = await store.lexical_search(query, k=k, scope=ACME)
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
+    builder.add_text_field("id", stored=True)
+    schema = builder.build()
+    index = tantivy.Index(schema)
+    writer = index.writer()
+    for chunk in chunks:
+        writer.add_document(tantivy.Document(text=chunk.text, id=chunk.id))
+    writer.commit()
+    index.reload()
+    searcher = index.searcher()
+    hits = searcher.search(index.parse_query(query, ["text"]), k).hits
+    want = sorted((round(score, 4), searcher.doc(addr)["id"][0]) for score, addr in hits)
     assert len(ours) == k
-    got = sorted(((round(-s, 4), c.id) for s, c in ours))
-    want = sorted(((round(rank, 4), cid) for cid, rank in full))
-    assert got == want
+    assert sorted((round(s, 4), c.id) for s, c in ours) == want
 
 
 LONE_SURROGATES = [

@@ -20,9 +20,15 @@ transaction is the same, and otherwise loads the scope from that transaction. So
 cached matrix is never stale and never wrong about whose row it is, and the text of a
 hit is read in the same transaction, constrained by scope and id.
 
-Tenant isolation: every statement filters on the scope columns. BM25 statistics
-(document frequencies) are computed by FTS5 over the whole file, so one tenant's corpus
-shifts another's lexical *scores* slightly; it never changes which rows are visible.
+Lexical search: BM25 in tantivy, one index per scope in ``<file>.lexical/`` (see
+_lexical_index), so a tenant's word statistics come from its own documents only. The
+rows stay the truth: each index records the scope generation it reflects, writes apply
+to it right after their commit, and a read whose snapshot is newer rebuilds the scope
+from its rows. (The FTS5 table the triggers keep is no longer read for ranking; it stays
+so files remain readable by earlier versions.)
+
+Tenant isolation: every statement filters on the scope columns, and lexical statistics
+are per scope.
 
 Cost of one query: a lexical query uses at most ``MAX_QUERY_TERMS`` distinct words (its
 first ones), so a pasted book costs what its opening paragraph costs.
@@ -31,14 +37,15 @@ first ones), so a pasted book costs what its opening paragraph costs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import queue
-import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -53,16 +60,14 @@ from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._fair_pool import FairPool
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
-from agentkit.vector.port import MAX_QUERY_TERMS, Chunk, Embedder, check_chunks, matches_where
+from agentkit.vector._lexical_index import LexicalIndexes
+from agentkit.vector._lexical_text import query_terms
+from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 from agentkit.vector.stats import ScopeStats, StoreStats, scope_of
 
 _T = TypeVar("_T")
 _SCHEMA_VERSION = "1"
 _MAX_WINDOW = 1 << 30
-# unicode61 splits on anything that is not a letter, digit or private-use char; \w
-# additionally keeps "_", which FTS5 then splits inside the quoted phrase. Either way no
-# query text can reach FTS5 as syntax.
-_WORD = re.compile(r"\w+")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -138,28 +143,6 @@ def embedder_name(embedder: object) -> str:
     if isinstance(name, str) and name:
         return name
     return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
-
-
-def query_tokens(text: str) -> list[str]:
-    """The first ``MAX_QUERY_TERMS`` distinct lower-cased words of ``text``, in order.
-
-    The scan stops at the cap, so a huge query is not even read to its end.
-    """
-    seen: dict[str, None] = {}
-    for match in _WORD.finditer(text.lower()):
-        seen[match.group()] = None
-        if len(seen) >= MAX_QUERY_TERMS:
-            break
-    return list(seen)
-
-
-def fts_query(text: str) -> str:
-    """Quoted word tokens joined by OR: user text is only ever data to FTS5."""
-    return " OR ".join(_phrase(t) for t in query_tokens(text))
-
-
-def _phrase(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
 
 
 def _bucket(scope: object) -> tuple[str, str]:
@@ -261,17 +244,6 @@ class _ScopeIndex:
         return value
 
 
-class _DocFreqs:
-    """FTS5 document frequencies of words, valid for one file generation."""
-
-    __slots__ = ("df", "gen", "rows")
-
-    def __init__(self, gen: int, rows: int) -> None:
-        self.gen = gen
-        self.rows = rows
-        self.df: dict[str, int] = {}
-
-
 class SQLiteVectorStore:
     """A durable VectorPort and LexicalPort in one SQLite file (WAL mode).
 
@@ -324,7 +296,7 @@ class SQLiteVectorStore:
         # The caches below are shared by the writer and the reader threads.
         self._cache_lock = threading.Lock()
         self._cache: dict[tuple[str, str], _ScopeIndex] = {}
-        self._df = _DocFreqs(-1, 0)
+        self._lexical: LexicalIndexes | None = None
         self._generations = True  # False: a read_only file from before they existed
 
     def __repr__(self) -> str:
@@ -512,15 +484,16 @@ class SQLiteVectorStore:
         scope: Scope,
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
-        """FTS5 bm25 over the scope's chunks; score is ``-bm25`` (higher is better).
+        """BM25 over the scope's chunks (English stemming), higher is better.
 
-        Only the query's first ``MAX_QUERY_TERMS`` distinct words are used.
+        Statistics come from this scope's documents only. Only the query's first
+        ``MAX_QUERY_TERMS`` distinct words are used, each as a plain term.
         """
         query = check_query(query)
         k = check_k(k)
         bucket = _bucket(scope)
         flt = check_where(where)
-        tokens = query_tokens(query)
+        tokens = query_terms(query)
         if not tokens:
             return []
         return await self._read(bucket, self._lexical_sync, bucket, tokens, k, flt)
@@ -699,6 +672,7 @@ class SQLiteVectorStore:
                 conn.execute(statement)
             self._check_meta(conn)
             conn.execute("COMMIT")
+            self._lexical = LexicalIndexes(self._lexical_root(), _store_id(conn), writable=True)
         except sqlite3.DatabaseError as exc:
             _rollback(conn)
             conn.close()
@@ -736,6 +710,7 @@ class SQLiteVectorStore:
         # A file no writer of this version has opened yet has no generation counters:
         # its scopes are then read afresh each time instead of cached.
         self._generations = {"generations", "file_generation"} <= tables
+        self._lexical = LexicalIndexes(self._lexical_root(), _store_id(conn), writable=False)
         self._conn = conn
 
     def _check_meta(self, conn: sqlite3.Connection, *, record: bool = True) -> None:
@@ -749,6 +724,9 @@ class SQLiteVectorStore:
                 f"this agentkit reads version {_SCHEMA_VERSION}"
             )
         updates = {"schema_version": _SCHEMA_VERSION}
+        # Names this file to the lexical indexes beside it, so an index built for
+        # another file that once had this name is never trusted.
+        updates["store_id"] = meta.get("store_id") or uuid.uuid4().hex
         if self.embedder is not None:
             dim, name = str(self.embedder.dim), embedder_name(self.embedder)
             had_dim, had_name = meta.get("dim"), meta.get("embedder")
@@ -770,6 +748,14 @@ class SQLiteVectorStore:
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+    def _lexical_root(self) -> Path:
+        return self.path.with_name(self.path.name + ".lexical")
+
+    def _lex(self) -> LexicalIndexes:
+        if self._lexical is None:
+            raise StoreError(f"store {str(self.path)!r} is not open")
+        return self._lexical
 
     def _close_sync(self) -> None:
         if self._conn is not None:
@@ -875,7 +861,45 @@ class SQLiteVectorStore:
     ) -> None:
         db = self._db()
         done: list[tuple[int, str, str, npt.NDArray[np.float32]]] = []
+        lexical = self._lex()
+        with self._begin(db, bucket):
+            before, after = self._upsert_rows(db, bucket, writes, done, gate)
+            texts = {cid: text for cid, text, _, _ in writes}
+            lexical.apply(bucket, before, after, [(d[0], texts[d[1]]) for d in done], [])
+
+        def apply(index: _ScopeIndex) -> None:
+            for rowid, cid, meta, vector in done:
+                index.put(rowid, cid, meta, vector)
+
+        self._patch(
+            bucket, before, after, lambda index: any(d[1] in index.pos for d in done), apply
+        )
+
+    @contextlib.contextmanager
+    def _begin(self, db: sqlite3.Connection, bucket: tuple[str, str]) -> Iterator[None]:
+        """BEGIN IMMEDIATE, then the scope's lexical lock (always in that order, so two
+        writers never wait on each other crosswise); the body commits or rolls back."""
         db.execute("BEGIN IMMEDIATE")
+        try:
+            lock = self._lex().writing(bucket)
+            lock.__enter__()
+        except BaseException:
+            _rollback(db)
+            raise
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
+
+    def _upsert_rows(
+        self,
+        db: sqlite3.Connection,
+        bucket: tuple[str, str],
+        writes: list[tuple[str, str, str, npt.NDArray[np.float32]]],
+        done: list[tuple[int, str, str, npt.NDArray[np.float32]]],
+        gate: CommitGate | None,
+    ) -> tuple[int, int]:
+        """The upsert's transaction (begun by the caller); its generations before/after."""
         try:
             before = _scope_generation(db, bucket)
             for cid, text, meta, vector in writes:
@@ -898,14 +922,7 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
-
-        def apply(index: _ScopeIndex) -> None:
-            for rowid, cid, meta, vector in done:
-                index.put(rowid, cid, meta, vector)
-
-        self._patch(
-            bucket, before, after, lambda index: any(d[1] in index.pos for d in done), apply
-        )
+        return before, after
 
     def _delete_sync(
         self, bucket: tuple[str, str], ids: list[str], gate: CommitGate | None = None
@@ -925,33 +942,37 @@ class SQLiteVectorStore:
         makes every other connection's cache reload the scope. Returns rows removed.
         """
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            before = _scope_generation(db, bucket)
-            ids = pick(db)
-            removed = 0
-            if ids is None:
-                removed = db.execute(
-                    "DELETE FROM chunks WHERE org = ? AND domain = ?", bucket
-                ).rowcount
-            else:
-                for part in _parts(ids):
-                    marks = ",".join("?" * len(part))
-                    removed += db.execute(
-                        f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
-                        (*bucket, *part),
-                    ).rowcount
-            if removed:
-                _touch(db, bucket)
-            after = _scope_generation(db, bucket)
-            _commit_unless(db, gate)
-        except sqlite3.Error as exc:
-            _rollback(db)
-            raise StoreError(f"delete from {str(self.path)!r} failed, nothing removed: {exc}") \
-                from exc
-        except BaseException:
-            _rollback(db)
-            raise
+        with self._begin(db, bucket):
+            try:
+                before = _scope_generation(db, bucket)
+                ids = pick(db)
+                rowids: list[int] = []
+                if ids is None:
+                    rowids = [r[0] for r in db.execute(
+                        "DELETE FROM chunks WHERE org = ? AND domain = ? RETURNING rowid", bucket
+                    )]
+                else:
+                    for part in _parts(ids):
+                        marks = ",".join("?" * len(part))
+                        rowids += [r[0] for r in db.execute(
+                            f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks}) "
+                            "RETURNING rowid",
+                            (*bucket, *part),
+                        )]
+                removed = len(rowids)
+                if removed:
+                    _touch(db, bucket)
+                after = _scope_generation(db, bucket)
+                _commit_unless(db, gate)
+            except sqlite3.Error as exc:
+                _rollback(db)
+                raise StoreError(
+                    f"delete from {str(self.path)!r} failed, nothing removed: {exc}"
+                ) from exc
+            except BaseException:
+                _rollback(db)
+                raise
+            self._lex().apply(bucket, before, after, [], None if ids is None else rowids)
 
         def apply(index: _ScopeIndex) -> None:
             for cid in list(index.ids) if ids is None else ids:
@@ -1022,107 +1043,44 @@ class SQLiteVectorStore:
         k: int,
         where: dict[str, Any] | None,
     ) -> list[tuple[float, Chunk]]:
-        """FTS5 bm25 over every query word, computed the cheap way when that is exact.
+        """BM25 from the scope's own index, then the scope's rows for the head of it.
 
-        FTS5 floors the idf of a word found in half the rows or more at 1e-6, so such a
-        word ("the", "of") moves no score by more than ~1e-6 — yet it makes FTS5 score
-        nearly every row. The words that matter are tried first; when they alone yield
-        ``k`` results, those are the full query's top ``k``. When they do not, the full
-        query runs, because the rows matched only by common words still fill the tail
-        of the list (and hybrid fusion reads that tail).
-
-        FTS5 ranks the whole file, so a scope with no rows would walk every other
-        tenant's matches to find nothing: it is answered before ranking.
+        The index answers at this snapshot's generation or newer (see _lexical_index);
+        each hit is re-read here by rowid and scope, so a row deleted or moved since is
+        skipped. Without ``where`` the first window is enough; with it, the ranking is
+        read further in widening windows until ``k`` rows pass.
         """
-        empty = conn.execute(
-            "SELECT NOT EXISTS (SELECT 1 FROM chunks WHERE org = ? AND domain = ?)", bucket
-        ).fetchone()[0]
-        if empty:
+        gen = self._generation(conn, bucket)
+        if gen == 0 and not conn.execute(  # never written to (rows of an older file count)
+            "SELECT EXISTS (SELECT 1 FROM chunks WHERE org = ? AND domain = ?)", bucket
+        ).fetchone()[0]:
             return []
-        full = " OR ".join(_phrase(t) for t in tokens)
-        rare = self._rare(conn, tokens)
-        if rare is not None and rare != full:
-            out = self._ranked(conn, rare, bucket, k, where)
-            if len(out) >= k:
-                return out
-        return self._ranked(conn, full, bucket, k, where)
-
-    def _rare(self, conn: sqlite3.Connection, tokens: list[str]) -> str | None:
-        """The OR-query of the tokens found in fewer than half the rows, or None."""
-        gen = int(conn.execute("SELECT gen FROM file_generation").fetchone()[0]) \
-            if self._generations else None
-        freqs = self._df
-        if gen is None or freqs.gen != gen:
-            total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-            freqs = _DocFreqs(-1 if gen is None else gen, total)
-            if gen is not None and gen > self._df.gen:
-                self._df = freqs  # shared from now on: same generation, same answers
-        keep: list[str] = []
-        for token in tokens:
-            df = freqs.df.get(token)
-            if df is None:
-                df = int(
-                    conn.execute(
-                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                        (_phrase(token),),
-                    ).fetchone()[0]
-                )
-                if len(freqs.df) > 100_000:
-                    freqs.df.clear()
-                freqs.df[token] = df
-            if 2 * df < freqs.rows:
-                keep.append(_phrase(token))
-        return " OR ".join(keep) if keep else None
-
-    def _ranked(
-        self,
-        conn: sqlite3.Connection,
-        match: str,
-        bucket: tuple[str, str],
-        k: int,
-        where: dict[str, Any] | None,
-    ) -> list[tuple[float, Chunk]]:
-        """Rank in FTS5 alone, then read the scope's rows for the head of the ranking.
-
-        Joining ``chunks`` inside the ranked query made SQLite fetch and sort every
-        matching row; ranking first and reading only the rows it needs is several times
-        faster. Rows of other scopes (or failing ``where``) are skipped. The first
-        window is a LIMIT query; if it does not yield ``k``, the rest of the ranking is
-        read from one more query in widening windows, so the ranking is computed at
-        most twice however far the scope's rows sit down the list.
-        """
+        lexical = self._lex()
         out: list[tuple[float, Chunk]] = []
-        window = min(max(2 * k, 20), _MAX_WINDOW)
-        sql = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+        offset, window = 0, min(k if not where else max(2 * k, 20), _MAX_WINDOW)
         try:
-            ranked = conn.execute(sql + " LIMIT ?", (match, window)).fetchall()
-            self._collect(conn, ranked, bucket, k, where, out)
-            if len(out) >= k or len(ranked) < window:
-                return out
-            rest = conn.execute(sql + " LIMIT -1 OFFSET ?", (match, window))
-            try:
-                while len(out) < k:
-                    window = min(window * 4, _MAX_WINDOW)
-                    ranked = rest.fetchmany(window)
-                    self._collect(conn, ranked, bucket, k, where, out)
-                    if len(ranked) < window:
-                        break
-            finally:
-                rest.close()
-        except sqlite3.Error as exc:
+            while len(out) < k:
+                ranked = lexical.search(conn, bucket, gen, tokens, window, offset)
+                self._collect(conn, ranked, bucket, k, where, out)
+                if len(ranked) < window:
+                    break
+                offset += window
+                window = min(window * 4, _MAX_WINDOW)
+        except (OSError, ValueError) as exc:
             raise StoreError(f"lexical search on {str(self.path)!r} failed: {exc}") from exc
         return out
 
     @staticmethod
     def _collect(
         conn: sqlite3.Connection,
-        ranked: list[tuple[int, float]],
+        ranked: list[tuple[float, int]],
         bucket: tuple[str, str],
         k: int,
         where: dict[str, Any] | None,
         out: list[tuple[float, Chunk]],
     ) -> None:
-        """Append the scope's rows among ``ranked`` (best first) to ``out``, up to k."""
+        """Append the scope's rows among ``ranked`` (score, rowid; best first) to ``out``,
+        up to k."""
         for part in _parts(ranked):
             marks = ",".join("?" * len(part))
             rows = {
@@ -1130,19 +1088,24 @@ class SQLiteVectorStore:
                 for r in conn.execute(
                     f"SELECT rowid, id, text, metadata FROM chunks WHERE rowid IN ({marks}) "
                     "AND +org = ? AND +domain = ?",  # "+": look rows up by rowid
-                    (*(r[0] for r in part), *bucket),
+                    (*(r[1] for r in part), *bucket),
                 )
             }
-            for rowid, rank in part:
+            for score, rowid in part:
                 row = rows.get(rowid)
                 if row is None:
                     continue
                 meta = json.loads(row[2])
                 if where and not matches_where(meta, where):
                     continue
-                out.append((-float(rank), Chunk(row[0], row[1], meta)))
+                out.append((score, Chunk(row[0], row[1], meta)))
                 if len(out) >= k:
                     return
+
+
+def _store_id(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def _unit_vector(vector: npt.ArrayLike, dim: int) -> npt.NDArray[np.float32]:

@@ -1,0 +1,198 @@
+"""Lexical search: ours beside bm25s and raw tantivy, same texts, one process.
+
+    python bench/lexical_engines.py [DIR] [--n 100000] [--queries 300]
+
+Corpora: SciFact (DIR, default ``../shared/data/scifact``; 5,183 records, title + text,
+as ``eval`` ingests them) and a synthetic ``--n`` chunks of three random SciFact
+sentences each (seed 7, as ingest_query.py builds them). Queries: SciFact claims, one
+at a time, k=10.
+
+- ours: ``SQLiteVectorStore.lexical_search`` through its public async API (a fresh
+  store in a temporary directory; the row reads, snapshot and thread hop included).
+- bm25s: ``bm25s.BM25`` defaults with PyStemmer's English stemmer; the query is
+  tokenised inside the timing.
+- tantivy: an in-memory index, ``en_stem`` tokenizer, the same term-query shape as
+  ours, and each hit's stored text read back.
+- hybrid (100k only): the CLI's hybrid stack (dense + lexical, RRF) over our store,
+  with ingest_query.py's seeded 384-wide vectors (query encoding is ~free here).
+
+Targets (issue 13): ours p50 <= 1.5x tantivy's on both corpora, p99 <= 10 ms at 100k,
+hybrid p50 <= 20 ms at 100k. Prints a table and ``RESULT name=value`` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from ingest_query import SeededEmbedder, pct, records  # noqa: E402
+
+from agentkit.cli import _ingest  # noqa: E402
+from agentkit.cli._hybrid import build  # noqa: E402
+from agentkit.kernel import Ctx, Scope  # noqa: E402
+from agentkit.vector import Chunk, SQLiteVectorStore  # noqa: E402
+from agentkit.vector._lexical_text import query_terms  # noqa: E402
+
+SCOPE = Scope("bench", "lexical")
+K = 10
+
+
+def scifact_texts(corpus: Path) -> list[str]:
+    return [_ingest.beir_text(str(r.get("title") or "").strip(), str(r.get("text") or "").strip())
+            for r in records(corpus)]
+
+
+def synthetic_texts(corpus: Path, n: int) -> list[str]:
+    sentences = [s for r in records(corpus) for s in re.split(r"(?<=\.)\s+", r["text"]) if s]
+    rng = random.Random(7)
+    return [" ".join(rng.choice(sentences) for _ in range(3)) for _ in range(n)]
+
+
+def timed(fn: Callable[[str], Any], queries: list[str]) -> dict[str, float]:
+    for q in queries[:10]:
+        fn(q)
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        fn(q)
+        times.append((time.perf_counter() - start) * 1000)
+    return {"p50": pct(times, 0.5), "p99": pct(times, 0.99)}
+
+
+def bm25s_engine(texts: list[str]) -> Callable[[str], Any]:
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+
+    def run(q: str) -> Any:
+        tokens = bm25s.tokenize([q], stemmer=stemmer, show_progress=False)
+        if not tokens.vocab:
+            return []
+        return retriever.retrieve(tokens, k=K, show_progress=False, n_threads=1)
+
+    return run
+
+
+def tantivy_engine(texts: list[str]) -> Callable[[str], Any]:
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
+    schema = builder.build()
+    index = tantivy.Index(schema)
+    writer = index.writer(200_000_000, 1)
+    for text in texts:
+        writer.add_document(tantivy.Document(text=text))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    searcher = index.searcher()
+
+    def run(q: str) -> Any:
+        clauses = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t))
+                   for t in query_terms(q)]
+        hits = searcher.search(tantivy.Query.boolean_query(clauses), K).hits
+        return [searcher.doc(addr)["text"][0] for _, addr in hits]
+
+    return run
+
+
+async def ours(
+    db: Path, texts: list[str], queries: list[str], hybrid: bool
+) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    async with SQLiteVectorStore(db, embedder=SeededEmbedder()) as store:
+        for start in range(0, len(texts), 5000):
+            await store.upsert(
+                [Chunk(f"d{i}", texts[i]) for i in range(start, min(len(texts), start + 5000))],
+                scope=SCOPE,
+            )
+        loop_times: list[float] = []
+        for q in queries[:10]:
+            await store.lexical_search(q, k=K, scope=SCOPE)
+        for q in queries:
+            t0 = time.perf_counter()
+            await store.lexical_search(q, k=K, scope=SCOPE)
+            loop_times.append((time.perf_counter() - t0) * 1000)
+        out["ours"] = {"p50": pct(loop_times, 0.5), "p99": pct(loop_times, 0.99)}
+        if hybrid:
+            stack = build(store, "hybrid", depth=50)
+            ctx = Ctx(SCOPE)
+            for q in queries[:10]:
+                await stack.memory.query(q, k=K, ctx=ctx)
+            times = []
+            for q in queries:
+                t0 = time.perf_counter()
+                await stack.memory.query(q, k=K, ctx=ctx)
+                times.append((time.perf_counter() - t0) * 1000)
+            out["hybrid"] = {"p50": pct(times, 0.5), "p99": pct(times, 0.99)}
+    return out
+
+
+def corpus_run(
+    label: str, texts: list[str], queries: list[str], hybrid: bool
+) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        stats = asyncio.run(ours(Path(tmp) / "ours.db", texts, queries, hybrid))
+        print(f"  {label}: ours ingested and queried in {time.perf_counter() - t0:.0f}s",
+              flush=True)
+    stats["bm25s"] = timed(bm25s_engine(texts), queries)
+    stats["tantivy"] = timed(tantivy_engine(texts), queries)
+    return stats
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("dir", nargs="?", default=str(ROOT.parent / "shared" / "data" / "scifact"))
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    args = parser.parse_args()
+    data = Path(args.dir)
+    corpus = _ingest.beir_corpus_file(data)
+    if corpus is None:
+        print(f"no SciFact corpus in {str(data)!r}", file=sys.stderr)
+        return 2
+    with (data / "queries.jsonl").open(encoding="utf-8") as fh:
+        queries = [json.loads(line)["text"] for line in fh if line.strip()][: args.queries]
+
+    runs = {
+        "5k": corpus_run("5k", scifact_texts(corpus), queries, hybrid=False),
+        f"{args.n // 1000}k": corpus_run(
+            f"{args.n // 1000}k", synthetic_texts(corpus, args.n), queries, hybrid=True
+        ),
+    }
+    print(f"{'corpus':<6} {'engine':<8} {'p50 ms':>8} {'p99 ms':>8} {'p50/tantivy':>12}")
+    for label, stats in runs.items():
+        base = stats["tantivy"]["p50"]
+        for engine, s in stats.items():
+            print(f"{label:<6} {engine:<8} {s['p50']:8.2f} {s['p99']:8.2f} "
+                  f"{s['p50'] / base:12.2f}")
+    for label, stats in runs.items():
+        for engine, s in stats.items():
+            print(f"RESULT lexical_{label}_{engine}_p50_ms={s['p50']:.3f}")
+            print(f"RESULT lexical_{label}_{engine}_p99_ms={s['p99']:.3f}")
+        ratio = stats["ours"]["p50"] / stats["tantivy"]["p50"]
+        print(f"RESULT lexical_{label}_ours_over_tantivy_p50={ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,344 @@
+"""Per-scope tantivy indexes beside a SQLite store, kept true to its rows.
+
+Why per scope: BM25 weighs a word by how many documents hold it. One index per
+(org, domain) means those counts come from the tenant's own documents only, so no
+tenant's writes move another's scores or ranking.
+
+Why it can be trusted: the SQLite file is the source of truth. Each scope's index
+directory has a sidecar naming the store (its ``store_id``), the scope, and the scope
+generation (the counter the SQLite triggers bump in every changing transaction) that
+the index reflects. A read compares that with the generation in its own snapshot:
+
+- equal or newer: the index serves (hits are re-read from the snapshot by rowid and
+  scope, so a row deleted or moved meanwhile is skipped, never shown);
+- older, missing, or another store's: the scope is rebuilt from the snapshot's rows.
+  That covers a crash between the SQLite commit and the index commit (``kill -9``
+  mid-ingest), a write by another program, and a file replaced under the same name.
+
+A write holds the scope's file lock from inside its SQLite write transaction until its
+index commit and sidecar are down, so another process's read that sees the new rows
+waits for their index rather than rebuilding it; the lock is also what allows only one
+tantivy IndexWriter per directory at a time, across threads and processes. The lock is
+never held between writes. A store opened read-only never writes here: when the disk
+index is behind it builds the scope in memory instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import tantivy
+
+from agentkit.vector._lexical_text import ANALYZER, analyzer
+
+_HEAP = 15_000_000
+_SIDECAR = "agentkit-generation.json"
+_BATCH = 2_000
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("rowid", indexed=True, fast=True)
+    builder.add_text_field("text", tokenizer_name=ANALYZER, index_option="freq")
+    return builder.build()
+
+
+_SCHEMA = _schema()
+
+
+def scope_dir_name(bucket: tuple[str, str]) -> str:
+    """A file-name-safe name per scope; the sidecar repeats the scope to check it."""
+    raw = json.dumps(list(bucket), ensure_ascii=False).encode()
+    return hashlib.sha256(raw).hexdigest()
+
+
+class _Scope:
+    """One scope's index in this process, and the generation its searcher reflects."""
+
+    __slots__ = ("gen", "index", "lock", "searcher")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.index: tantivy.Index | None = None
+        self.searcher: tantivy.Searcher | None = None
+        self.gen = -1
+
+
+class LexicalIndexes:
+    """The per-scope indexes of one store; ``root`` is the directory beside its file.
+
+    ``store_id`` is the store's identity from its meta table; None (an old file opened
+    read-only) keeps every index in memory. ``writable=False`` never touches disk.
+    """
+
+    def __init__(self, root: Path, store_id: str | None, *, writable: bool) -> None:
+        self.root = root
+        self.store_id = store_id
+        self.writable = writable and store_id is not None
+        self._lock = threading.Lock()
+        self._scopes: dict[tuple[str, str], _Scope] = {}
+
+    # -- reads ---------------------------------------------------------------------
+
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        bucket: tuple[str, str],
+        gen: int | None,
+        terms: Sequence[str],
+        limit: int,
+        offset: int = 0,
+    ) -> list[tuple[float, int]]:
+        """(score, rowid) best first for any of ``terms``, at ``gen`` or newer.
+
+        ``conn`` is the caller's read transaction; if the index is behind it, the scope
+        is rebuilt from that snapshot first.
+        """
+        searcher = self._searcher(conn, bucket, gen)
+        clauses = [
+            (tantivy.Occur.Should, tantivy.Query.term_query(_SCHEMA, "text", term))
+            for term in terms
+        ]
+        if not clauses:
+            return []
+        # tantivy sizes its heap by limit: never ask for more than the index holds.
+        size = searcher.num_docs
+        if offset >= size:
+            return []
+        query = tantivy.Query.boolean_query(clauses)
+        hits = searcher.search(query, min(limit, size), count=False, offset=offset).hits
+        if not hits:
+            return []
+        rowids = searcher.fast_field_values("rowid", [addr for _, addr in hits])
+        return [
+            (float(score), int(rowid))
+            for (score, _), rowid in zip(hits, rowids, strict=True)
+            if rowid is not None
+        ]
+
+    def _searcher(
+        self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int | None
+    ) -> tantivy.Searcher:
+        scope = self._scope(bucket)
+        with scope.lock:
+            if gen is not None and scope.searcher is not None and scope.gen >= gen:
+                return scope.searcher
+            if gen is not None and self._reload(bucket, scope, gen):
+                assert scope.searcher is not None
+                return scope.searcher
+            if not self.writable:
+                scope.index = _memory_index()
+                _fill(scope.index, conn, bucket)
+                scope.index.reload()
+                scope.searcher = scope.index.searcher()
+                scope.gen = -1 if gen is None else gen
+                return scope.searcher
+        assert gen is not None  # a writable store's files always count generations
+        # The file lock first, then the scope's (the order writers take them in).
+        with self._file_lock(bucket), scope.lock:
+            # A writer that committed rows our snapshot sees held this lock until its
+            # index was down: look again before rebuilding.
+            if not self._reload(bucket, scope, gen):
+                self._rebuild(conn, bucket, scope, gen)
+            assert scope.searcher is not None
+            return scope.searcher
+
+    def _reload(self, bucket: tuple[str, str], scope: _Scope, gen: int) -> bool:
+        """Serve from disk if the sidecar says the index holds ``gen`` or newer."""
+        on_disk = self._sidecar(bucket)
+        if on_disk is None or on_disk < gen:
+            return False
+        try:
+            if scope.index is None or not self.writable:
+                scope.index = _disk_index(self._dir(bucket), create=False)
+            scope.index.reload()
+            scope.searcher = scope.index.searcher()
+        except (OSError, ValueError):
+            return False
+        scope.gen = on_disk
+        return True
+
+    def _rebuild(
+        self, conn: sqlite3.Connection, bucket: tuple[str, str], scope: _Scope, gen: int
+    ) -> None:
+        path = self._dir(bucket)
+        try:
+            index = scope.index if scope.index is not None else _disk_index(path, create=True)
+            self._write_sidecar(bucket, None)  # claim nothing while the rows change
+            _fill(index, conn, bucket)
+        except (OSError, ValueError):
+            # An unreadable directory (a crash mid-create, a foreign file): start over.
+            shutil.rmtree(path, ignore_errors=True)
+            index = _disk_index(path, create=True)
+            _fill(index, conn, bucket)
+        self._write_sidecar(bucket, gen)
+        index.reload()
+        scope.index = index
+        scope.searcher = index.searcher()
+        scope.gen = gen
+
+    # -- writes --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writing(self, bucket: tuple[str, str]) -> Iterator[None]:
+        """Hold the scope's lock for one write: enter it inside the SQLite transaction."""
+        if not self.writable:
+            yield
+            return
+        with self._file_lock(bucket):
+            yield
+
+    def apply(
+        self,
+        bucket: tuple[str, str],
+        before: int,
+        after: int,
+        added: Sequence[tuple[int, str]],
+        removed: Sequence[int] | None,
+    ) -> None:
+        """Bring the scope's index from ``before`` to ``after`` after our SQLite commit.
+
+        Call inside ``writing(bucket)``. ``removed=None`` means the whole scope went.
+        An index not exactly at ``before`` missed a change: it is left for the next
+        read to rebuild. A failure here loses nothing: the sidecar still says
+        ``before``, so the next read rebuilds.
+        """
+        if not self.writable or before == after:
+            return
+        if self._sidecar(bucket) != before:
+            return
+        try:
+            self._apply(bucket, after, added, removed)
+        except Exception:
+            # The rows are committed; the index is only behind. Say so on disk, so
+            # the next read (here or anywhere) rebuilds the scope from the rows.
+            with contextlib.suppress(OSError):
+                self._write_sidecar(bucket, None)
+
+    def _apply(
+        self,
+        bucket: tuple[str, str],
+        after: int,
+        added: Sequence[tuple[int, str]],
+        removed: Sequence[int] | None,
+    ) -> None:
+        scope = self._scope(bucket)
+        with scope.lock:
+            if scope.index is None:
+                scope.index = _disk_index(self._dir(bucket), create=False)
+            writer = scope.index.writer(_HEAP, 1)
+            try:
+                if removed is None:
+                    writer.delete_all_documents()
+                else:
+                    for rowid in removed:
+                        writer.delete_documents_by_term("rowid", rowid)
+                for rowid, text in added:
+                    writer.delete_documents_by_term("rowid", rowid)
+                    writer.add_document(_document(rowid, text))
+                writer.commit()
+            except BaseException:
+                writer.rollback()
+                raise
+            finally:
+                writer.wait_merging_threads()
+            self._write_sidecar(bucket, after)
+            scope.index.reload()
+            scope.searcher = scope.index.searcher()
+            scope.gen = after
+
+    # -- files ---------------------------------------------------------------------
+
+    def _scope(self, bucket: tuple[str, str]) -> _Scope:
+        with self._lock:
+            scope = self._scopes.get(bucket)
+            if scope is None:
+                scope = self._scopes[bucket] = _Scope()
+            return scope
+
+    def _dir(self, bucket: tuple[str, str]) -> Path:
+        return self.root / scope_dir_name(bucket)
+
+    @contextlib.contextmanager
+    def _file_lock(self, bucket: tuple[str, str]) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / (scope_dir_name(bucket) + ".lock"), os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _sidecar(self, bucket: tuple[str, str]) -> int | None:
+        try:
+            data = json.loads((self._dir(bucket) / _SIDECAR).read_text())
+        except (OSError, ValueError):
+            return None
+        if (
+            not isinstance(data, dict)
+            or data.get("store") != self.store_id
+            or data.get("scope") != list(bucket)
+            or not isinstance(data.get("gen"), int)
+        ):
+            return None
+        return int(data["gen"])
+
+    def _write_sidecar(self, bucket: tuple[str, str], gen: int | None) -> None:
+        path = self._dir(bucket) / _SIDECAR
+        if gen is None:
+            path.unlink(missing_ok=True)
+            return
+        tmp = path.with_suffix(".tmp")
+        body = {"store": self.store_id, "scope": list(bucket), "gen": gen}
+        tmp.write_text(json.dumps(body, ensure_ascii=False))
+        os.replace(tmp, path)
+
+
+def _document(rowid: int, text: str) -> tantivy.Document:
+    doc = tantivy.Document()
+    doc.add_integer("rowid", rowid)
+    doc.add_text("text", text)
+    return doc
+
+
+def _memory_index() -> tantivy.Index:
+    index = tantivy.Index(_SCHEMA)
+    index.register_tokenizer(ANALYZER, analyzer())
+    return index
+
+
+def _disk_index(path: Path, *, create: bool) -> tantivy.Index:
+    if not create and not tantivy.Index.exists(str(path)):
+        raise OSError(f"no lexical index at {str(path)!r}")
+    path.mkdir(parents=True, exist_ok=True)
+    index = tantivy.Index(_SCHEMA, path=str(path), reuse=True)
+    index.register_tokenizer(ANALYZER, analyzer())
+    return index
+
+
+def _fill(index: tantivy.Index, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
+    """Replace everything in ``index`` with the scope's rows in ``conn``'s snapshot."""
+    writer = index.writer(_HEAP, 1)
+    try:
+        writer.delete_all_documents()
+        rows = conn.execute(
+            "SELECT rowid, text FROM chunks WHERE org = ? AND domain = ?", bucket
+        )
+        while batch := rows.fetchmany(_BATCH):
+            for rowid, text in batch:
+                writer.add_document(_document(int(rowid), text))
+        writer.commit()
+    except BaseException:
+        writer.rollback()
+        raise
+    finally:
+        writer.wait_merging_threads()
