@@ -186,6 +186,17 @@ async def test_writes_and_deletes_keep_statistics_exact(
         ).fetchone() == (0,)
 
 
+async def test_truncate_clears_statistics(
+    store: PostgresVectorStore, pg_url: str, collection: str
+) -> None:
+    await store.upsert([Chunk("a", "plasmids and bacteria")], scope=A)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(collection)))
+    assert _stats(pg_url, collection) == _recount(pg_url, collection) == (set(), set())
+    await store.upsert([Chunk("b", "plasmids again")], scope=A)
+    assert _stats(pg_url, collection) == _recount(pg_url, collection)
+
+
 async def test_a_version_1_collection_is_upgraded_and_backfilled(
     store: PostgresVectorStore,
     make_store: Callable[..., PostgresVectorStore],
@@ -197,7 +208,7 @@ async def test_a_version_1_collection_is_upgraded_and_backfilled(
     await store.close()
     # What the previous version left: no statistics, no triggers, version 1.
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        for event in ("insert", "update", "delete"):
+        for event in ("insert", "update", "delete", "truncate"):
             conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(
                 sql.Identifier(f"zz_agentkit_lex_{event}"), sql.Identifier(collection)))
         for table in ("agentkit_lex_scopes", "agentkit_lex_terms"):

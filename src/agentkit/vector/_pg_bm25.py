@@ -87,6 +87,13 @@ BEGIN
   RETURN NULL;
 END $f$;
 
+CREATE OR REPLACE FUNCTION agentkit_lex_truncate() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  DELETE FROM agentkit_lex_scopes WHERE collection = TG_ARGV[0];
+  DELETE FROM agentkit_lex_terms WHERE collection = TG_ARGV[0];
+  RETURN NULL;
+END $f$;
+
 CREATE OR REPLACE FUNCTION agentkit_lex_update() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   INSERT INTO agentkit_lex_scopes AS s (collection, org_id, domain_id, docs, tokens)
@@ -149,6 +156,7 @@ async def install(
         ("INSERT", "agentkit_lex_insert", "NEW TABLE AS agentkit_new"),
         ("DELETE", "agentkit_lex_delete", "OLD TABLE AS agentkit_old"),
         ("UPDATE", "agentkit_lex_update", "OLD TABLE AS agentkit_old NEW TABLE AS agentkit_new"),
+        ("TRUNCATE", "agentkit_lex_truncate", ""),
     ):
         # AFTER triggers fire in name order: last, so the bucket's row is locked only
         # from the end of the statement to the commit, not while other triggers run.
@@ -156,13 +164,13 @@ async def install(
         await conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(name, table))
         await conn.execute(
             sql.SQL(
-                "CREATE TRIGGER {n} AFTER {e} ON {t} REFERENCING {r}"
+                "CREATE TRIGGER {n} AFTER {e} ON {t} {r}"
                 " FOR EACH STATEMENT EXECUTE FUNCTION {f}({c})"
             ).format(
                 n=name,
                 e=sql.SQL(event),
                 t=table,
-                r=sql.SQL(refs),
+                r=sql.SQL(f"REFERENCING {refs}" if refs else ""),
                 f=sql.Identifier(function),
                 c=sql.Literal(collection),
             )
