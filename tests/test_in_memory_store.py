@@ -216,7 +216,7 @@ async def test_upsert_vectors_takes_precomputed_rows_and_normalises_them() -> No
     vectors = np.array([[3.0, 0, 0, 0], [0, 2.0, 0, 0]], dtype=np.float64)
     await store.upsert_vectors([Chunk("x", "x"), Chunk("y", "y")], vectors, scope=A)
     bucket = store._buckets[A]
-    assert np.allclose(bucket.snap.matrix[:2], [[1, 0, 0, 0], [0, 1, 0, 0]])
+    assert np.allclose(bucket.snap.vectors[:2], [[1, 0, 0, 0], [0, 1, 0, 0]])
     with pytest.raises(InvalidArgument, match="shape"):
         await store.upsert_vectors([Chunk("z", "z")], np.ones((1, 5)), scope=A)
     with pytest.raises(InvalidArgument, match="NaN"):
@@ -232,7 +232,7 @@ async def test_adding_one_at_a_time_grows_capacity_geometrically() -> None:
     previous = None
     for i in range(1000):
         await store.upsert_vectors([Chunk(str(i), "t")], np.ones((1, 8)), scope=A)
-        matrix = store._buckets[A].snap.matrix
+        matrix = store._buckets[A].snap.vectors
         capacities.add(matrix.shape[0])
         reallocations += matrix is not previous
         previous = matrix
@@ -243,13 +243,13 @@ async def test_adding_one_at_a_time_grows_capacity_geometrically() -> None:
 
 async def test_big_buckets_are_searched_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[int] = []
-    real = in_memory._top_k
+    real = in_memory.top_k
 
     def spy(*args: Any) -> Any:
         threads.append(threading.get_ident())
         return real(*args)
 
-    monkeypatch.setattr(in_memory, "_top_k", spy)
+    monkeypatch.setattr(in_memory, "top_k", spy)
     monkeypatch.setattr(in_memory, "_THREAD_ROWS", 50)
     store = InMemoryVectorStore(HashingEmbedder(dim=8))
     await store.upsert([Chunk(str(i), f"t{i}") for i in range(10)], scope=A)
@@ -268,11 +268,11 @@ async def test_a_pinned_search_keeps_its_snapshot_while_rows_change() -> None:
     bucket = store._buckets[A]
     pinned = bucket.snap
     pinned.readers += 1  # what an in-flight search holds
-    before = pinned.matrix[:5].copy()
+    before = pinned.vectors[:5].copy()
     await store.delete(["0"], scope=A)
     await store.upsert([Chunk("1", "changed")], scope=A)
-    assert np.array_equal(pinned.matrix[:5], before)
-    assert [c.id for c in pinned.chunks] == ["0", "1", "2", "3", "4"]
+    assert np.array_equal(pinned.vectors[:5], before)
+    assert [c.id for c in pinned.payloads] == ["0", "1", "2", "3", "4"]
     pinned.readers -= 1
     assert await store.count(scope=A) == 4
 

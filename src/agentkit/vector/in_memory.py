@@ -27,6 +27,7 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
+from agentkit.vector._scope_matrix import ScopeMatrix, top_k
 from agentkit.vector.hashing import HashingEmbedder
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 from agentkit.vector.stats import ScopeStats, StoreStats, document_key
@@ -36,16 +37,6 @@ Matrix = npt.NDArray[np.float32]
 # Buckets bigger than this are searched (and mutated) in a worker thread: the
 # product takes milliseconds there and the event loop must keep running.
 _THREAD_ROWS = 20_000
-_MIN_CAPACITY = 16
-
-
-@dataclass(eq=False)
-class _Snapshot:
-    """The rows a search reads. Never modified in place while ``readers`` > 0."""
-
-    matrix: Matrix
-    chunks: list[Chunk]
-    readers: int = 0
 
 
 @dataclass(eq=False)
@@ -60,8 +51,8 @@ class _Bucket:
 
     dim: int
     lock: threading.Lock = field(default_factory=threading.Lock)
-    index: dict[str, int] = field(default_factory=dict)
-    snap: _Snapshot = field(init=False)
+    # The rows a search reads, never modified in place while ``snap.readers`` > 0.
+    snap: ScopeMatrix[Chunk] = field(init=False)
     # Bumped by every mutation; the filter columns below are valid for one version.
     version: int = 0
     columns: dict[str, _Column] = field(default_factory=dict)
@@ -72,49 +63,27 @@ class _Bucket:
     ordered: tuple[int, list[str]] = field(default=(-1, []), repr=False)
 
     def __post_init__(self) -> None:
-        self.snap = _Snapshot(np.empty((0, self.dim), dtype=np.float32), [])
+        self.snap = ScopeMatrix(self.dim)
 
     def size(self) -> int:
-        return len(self.snap.chunks)
+        return self.snap.n
 
-    def _writable(self) -> _Snapshot:
+    def _writable(self) -> ScopeMatrix[Chunk]:
         snap = self.snap
         if snap.readers:
-            snap = _Snapshot(snap.matrix.copy(), list(snap.chunks))
+            snap = snap.copy()
             self.snap = snap
         return snap
 
     def apply(self, chunks: list[Chunk], vectors: Matrix) -> None:
         """Insert or replace by id; within one batch the last copy of an id wins."""
-        last = {c.id: i for i, c in enumerate(chunks)}
         with self.lock:
             self.version += 1
             self.written_at = time.time()
-            replace = [(self.index[cid], i) for cid, i in last.items() if cid in self.index]
-            append = [i for cid, i in last.items() if cid not in self.index]
-            if replace:
-                snap = self._writable()
-                rows = [r for r, _ in replace]
-                snap.matrix[rows] = vectors[[i for _, i in replace]]
-                for row, i in replace:
-                    snap.chunks[row] = chunks[i]
-            if append:
-                snap = self.snap
-                n = len(snap.chunks)
-                need = n + len(append)
-                if need > snap.matrix.shape[0]:
-                    grown = np.empty(
-                        (max(need, 2 * snap.matrix.shape[0], _MIN_CAPACITY), self.dim),
-                        dtype=np.float32,
-                    )
-                    grown[:n] = snap.matrix[:n]
-                    snap.matrix = grown  # pinned readers keep their own reference
-                # The common batch (all new, no repeated id) is a plain slice copy.
-                contiguous = len(append) == len(vectors)
-                snap.matrix[n:need] = vectors if contiguous else vectors[append]
-                for offset, i in enumerate(append):
-                    self.index[chunks[i].id] = n + offset
-                snap.chunks.extend(chunks[i] for i in append)
+            snap = self.snap
+            if any(c.id in snap.pos for c in chunks):
+                snap = self._writable()  # a replace rewrites rows a search may read
+            snap.put_many([c.id for c in chunks], chunks, vectors)
 
     def remove(self, ids: Sequence[str]) -> int:
         """Delete by swapping the last live row into the hole: O(1) per id.
@@ -127,20 +96,19 @@ class _Bucket:
     def remove_where(self, where: dict[str, Any]) -> int:
         """Delete every row matching ``where``, chosen and removed under one lock."""
         with self.lock:
-            chunks = self.snap.chunks
+            snap = self.snap
             return self._remove_locked(
-                [c.id for c in chunks if matches_where(c.metadata, where)]
+                [c.id for c in snap.payloads[: snap.n] if matches_where(c.metadata, where)]
             )
 
     def clear(self) -> int:
         """Delete every row; searches in flight keep the snapshot they pinned."""
         with self.lock:
-            n = len(self.snap.chunks)
+            n = self.snap.n
             if n:
                 self.version += 1
                 self.written_at = time.time()
-                self.snap = _Snapshot(np.empty((0, self.dim), dtype=np.float32), [])
-                self.index = {}
+                self.snap = ScopeMatrix(self.dim)
             return n
 
     def page(self, where: dict[str, Any] | None, after: str | None, limit: int) -> list[Chunk]:
@@ -148,13 +116,13 @@ class _Bucket:
         with self.lock:
             version, ordered = self.ordered
             if version != self.version:
-                ordered = sorted(self.index)
+                ordered = sorted(self.snap.pos)
                 self.ordered = (self.version, ordered)
             start = 0 if after is None else bisect.bisect_right(ordered, after)
             out: list[Chunk] = []
-            chunks = self.snap.chunks
+            chunks, pos = self.snap.payloads, self.snap.pos
             for cid in itertools.islice(ordered, start, None):
-                chunk = chunks[self.index[cid]]
+                chunk = chunks[pos[cid]]
                 if where and not matches_where(chunk.metadata, where):
                     continue
                 out.append(chunk)
@@ -164,21 +132,14 @@ class _Bucket:
 
     def _remove_locked(self, ids: Sequence[str]) -> int:
         """``remove`` with ``lock`` held."""
-        present = [cid for cid in dict.fromkeys(ids) if cid in self.index]
+        present = [cid for cid in dict.fromkeys(ids) if cid in self.snap.pos]
         if not present:
             return 0
         self.version += 1
         self.written_at = time.time()
         snap = self._writable()
         for cid in present:
-            row = self.index.pop(cid)
-            last = len(snap.chunks) - 1
-            if row != last:
-                snap.matrix[row] = snap.matrix[last]
-                moved = snap.chunks[last]
-                snap.chunks[row] = moved
-                self.index[moved.id] = row
-            snap.chunks.pop()
+            snap.remove(cid)
         return len(present)
 
     def search(
@@ -187,12 +148,13 @@ class _Bucket:
         with self.lock:
             snap = self.snap
             snap.readers += 1
-            n = len(snap.chunks)
-            matrix = snap.matrix
+            n = snap.n
+            matrix = snap.vectors
             version = self.version
         try:
-            mask = self._mask(snap.chunks, n, where, version) if where else None
-            return _top_k(matrix[:n], snap.chunks, n, query, k, mask)
+            mask = self._mask(snap.payloads, n, where, version) if where else None
+            chunks = snap.payloads
+            return [(score, _copy(chunks[i])) for score, i in top_k(matrix, n, query, k, mask)]
         finally:
             with self.lock:
                 snap.readers -= 1
@@ -267,32 +229,6 @@ class _Column:
         for i in self.slow:
             mask[i] = matches_where(chunks[i].metadata, {key: wanted})
         return mask
-
-
-def _top_k(
-    matrix: Matrix,
-    chunks: list[Chunk],
-    n: int,
-    query: Matrix,
-    k: int,
-    mask: npt.NDArray[np.bool_] | None,
-) -> list[tuple[float, Chunk]]:
-    if n == 0:
-        return []
-    scores = matrix @ query
-    valid = n
-    if mask is not None:
-        # The filter is a row mask applied BEFORE the cut, so a selective filter
-        # still returns up to k matches instead of whatever survived the top k.
-        valid = int(mask.sum())
-        if valid == 0:
-            return []
-        scores = np.where(mask, scores, np.float32(-np.inf))
-    kk = min(k, valid)
-    top = np.arange(n) if kk == n else np.argpartition(scores, n - kk)[n - kk :]
-    top.sort()  # row order first, so equal scores come back in a stable order
-    order = top[np.argsort(-scores[top], kind="stable")]
-    return [(float(scores[i]), _copy(chunks[i])) for i in order]
 
 
 def _copy(chunk: Chunk) -> Chunk:
@@ -444,8 +380,8 @@ class InMemoryVectorStore:
         if bucket is None or not wanted:
             return []
         with bucket.lock:
-            chunks = bucket.snap.chunks
-            found = [chunks[bucket.index[i]] for i in dict.fromkeys(wanted) if i in bucket.index]
+            chunks, pos = bucket.snap.payloads, bucket.snap.pos
+            found = [chunks[pos[i]] for i in dict.fromkeys(wanted) if i in pos]
         return [_copy(c) for c in found]
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> int:
@@ -507,7 +443,7 @@ class InMemoryVectorStore:
             buckets = list(self._buckets.items())
         for scope, bucket in buckets:
             with bucket.lock:
-                chunks = list(bucket.snap.chunks)
+                chunks = bucket.snap.payloads[: bucket.snap.n]
                 written = bucket.written_at
             if not chunks and not written:
                 continue

@@ -1,9 +1,11 @@
 """SQLiteVectorStore: one embedded file serving dense and lexical search.
 
-Rows live in ``chunks`` keyed by (org, domain, id); an external-content FTS5 table
-(``porter unicode61``) mirrors their text through triggers, so a chunk and its lexical
-index row can never disagree. Vectors are float32 blobs; dense search runs in numpy over a
-per-scope matrix cached in memory.
+Rows live in ``chunks`` keyed by (org, domain, id); vectors are float32 blobs. This
+module is the store itself: its connections, its writer thread and reader pool, and
+the ports. Each other idea has its own module: the file layout, triggers and embedder
+record (_sqlite_schema), the per-scope vector cache checked against generations
+(_sqlite_cache), the per-scope matrix and dense top-k shared with the in-memory store
+(_scope_matrix), the lexical indexes (_lexical_index) and their analyzer (_lexical_text).
 
 Threading: writes run on one dedicated thread that owns the writing connection; reads
 run on a small pool of threads, each read on a connection of its own inside one read
@@ -43,8 +45,6 @@ import math
 import queue
 import sqlite3
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -62,87 +62,26 @@ from agentkit.vector._fair_pool import FairPool
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector._lexical_index import LexicalIndexes
 from agentkit.vector._lexical_text import query_terms
+from agentkit.vector._scope_matrix import top_k
+from agentkit.vector._sqlite_cache import Scope as _CachedScope
+from agentkit.vector._sqlite_cache import ScopeCache, metadata
+from agentkit.vector._sqlite_schema import (
+    SCHEMA,
+    check_meta,
+    scope_generation,
+    split_sql,
+    store_id,
+    touch,
+)
+from agentkit.vector._sqlite_schema import embedder_name as embedder_name
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 from agentkit.vector.stats import ScopeStats, StoreStats, scope_of
 
 _T = TypeVar("_T")
-_SCHEMA_VERSION = "1"
 _MAX_WINDOW = 1 << 30
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS chunks (
-    rowid INTEGER PRIMARY KEY,
-    org TEXT NOT NULL,
-    domain TEXT NOT NULL,
-    id TEXT NOT NULL,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    UNIQUE (org, domain, id)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    text, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF text ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
-END;
-CREATE TABLE IF NOT EXISTS generations (
-    org TEXT NOT NULL,
-    domain TEXT NOT NULL,
-    gen INTEGER NOT NULL,
-    PRIMARY KEY (org, domain)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS file_generation (
-    id INTEGER PRIMARY KEY CHECK (id = 0),
-    gen INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO file_generation(id, gen) VALUES (0, 0);
-CREATE TABLE IF NOT EXISTS scope_writes (
-    org TEXT NOT NULL,
-    domain TEXT NOT NULL,
-    at REAL NOT NULL,
-    PRIMARY KEY (org, domain)
-) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-"""
 # Readers per store: enough that one slow query leaves room for the others.
 _READERS = 4
-
-
-def embedder_name(embedder: object) -> str:
-    """What a store records about who wrote its vectors.
-
-    ``model_name`` when the embedder has one; otherwise its class and ``dim``, which is
-    enough to tell a HashingEmbedder from a real model.
-    """
-    name = getattr(embedder, "model_name", None)
-    if isinstance(name, str) and name:
-        return name
-    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
 
 
 def _bucket(scope: object) -> tuple[str, str]:
@@ -167,81 +106,6 @@ def _encode_metadata(chunk: Chunk) -> str:
                 f"({type(value).__name__}: {exc})"
             ) from None
     return json.dumps(dict(meta), allow_nan=False, ensure_ascii=False)
-
-
-class _ScopeIndex:
-    """One scope's vectors in a growable matrix, plus what a result needs besides text.
-
-    ``gen`` is the scope's generation these rows reflect. ``readers`` counts searches
-    using the object right now: a change that would rewrite rows they read (a replace, a
-    delete) goes to a copy instead, while appending past their row count is safe.
-    """
-
-    __slots__ = ("dim", "gen", "ids", "meta", "n", "pos", "readers", "rowids", "vectors")
-
-    def __init__(self, dim: int, gen: int) -> None:
-        self.dim = dim
-        self.gen = gen
-        self.readers = 0
-        self.n = 0
-        self.vectors: npt.NDArray[np.float32] = np.zeros((16, dim), dtype=np.float32)
-        self.rowids: list[int] = []
-        self.ids: list[str] = []
-        # Raw JSON until a ``where`` needs it parsed: most searches never look.
-        self.meta: list[str | dict[str, Any]] = []
-        self.pos: dict[str, int] = {}
-
-    def copy(self) -> _ScopeIndex:
-        twin = _ScopeIndex(self.dim, self.gen)
-        twin.n = self.n
-        twin.vectors = self.vectors.copy()
-        twin.rowids = list(self.rowids)
-        twin.ids = list(self.ids)
-        twin.meta = list(self.meta)
-        twin.pos = dict(self.pos)
-        return twin
-
-    def put(self, rowid: int, chunk_id: str, meta: str, vector: npt.NDArray[np.float32]) -> None:
-        at = self.pos.get(chunk_id)
-        if at is None:
-            if self.n == len(self.vectors):
-                grown = np.zeros((max(16, 2 * self.n), self.dim), dtype=np.float32)
-                grown[: self.n] = self.vectors[: self.n]
-                self.vectors = grown
-            at = self.n
-            self.vectors[at] = vector
-            self.pos[chunk_id] = at
-            self.rowids.append(rowid)
-            self.ids.append(chunk_id)
-            self.meta.append(meta)
-            self.n += 1  # last: a reader never counts a row before it is whole
-        else:
-            self.rowids[at] = rowid
-            self.meta[at] = meta
-            self.vectors[at] = vector
-
-    def remove(self, chunk_id: str) -> None:
-        at = self.pos.pop(chunk_id, None)
-        if at is None:
-            return
-        last = self.n - 1
-        if at != last:  # swap the last row into the hole
-            self.vectors[at] = self.vectors[last]
-            self.rowids[at] = self.rowids[last]
-            self.ids[at] = self.ids[last]
-            self.meta[at] = self.meta[last]
-            self.pos[self.ids[at]] = at
-        self.rowids.pop()
-        self.ids.pop()
-        self.meta.pop()
-        self.n = last
-
-    def metadata(self, at: int) -> dict[str, Any]:
-        value = self.meta[at]
-        if isinstance(value, str):
-            value = json.loads(value)
-            self.meta[at] = value
-        return value
 
 
 class SQLiteVectorStore:
@@ -295,7 +159,7 @@ class SQLiteVectorStore:
         self._closed = False
         # The caches below are shared by the writer and the reader threads.
         self._cache_lock = threading.Lock()
-        self._cache: dict[tuple[str, str], _ScopeIndex] = {}
+        self._cache = ScopeCache(self._dim)
         self._lexical: LexicalIndexes | None = None
         self._generations = True  # False: a read_only file from before they existed
 
@@ -668,11 +532,11 @@ class SQLiteVectorStore:
                 raise StoreError(f"store {str(path)!r} could not switch to WAL mode ({mode})")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("BEGIN IMMEDIATE")
-            for statement in _split_sql(_SCHEMA):
+            for statement in split_sql(SCHEMA):
                 conn.execute(statement)
-            self._check_meta(conn)
+            check_meta(conn, self.path, self.embedder)
             conn.execute("COMMIT")
-            self._lexical = LexicalIndexes(self._lexical_root(), _store_id(conn), writable=True)
+            self._lexical = LexicalIndexes(self._lexical_root(), store_id(conn), writable=True)
         except sqlite3.DatabaseError as exc:
             _rollback(conn)
             conn.close()
@@ -700,7 +564,7 @@ class SQLiteVectorStore:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
             if not {"meta", "chunks", "chunks_fts"} <= tables:
                 raise StoreError(f"{str(path)!r} is not an agentkit store")
-            self._check_meta(conn, record=False)
+            check_meta(conn, self.path, self.embedder, record=False)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"{str(path)!r} is not a usable agentkit store: {exc}") from exc
@@ -710,44 +574,8 @@ class SQLiteVectorStore:
         # A file no writer of this version has opened yet has no generation counters:
         # its scopes are then read afresh each time instead of cached.
         self._generations = {"generations", "file_generation"} <= tables
-        self._lexical = LexicalIndexes(self._lexical_root(), _store_id(conn), writable=False)
+        self._lexical = LexicalIndexes(self._lexical_root(), store_id(conn), writable=False)
         self._conn = conn
-
-    def _check_meta(self, conn: sqlite3.Connection, *, record: bool = True) -> None:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        version = meta.get("schema_version")
-        if not record and version is None:
-            raise StoreError(f"{str(self.path)!r} is not an agentkit store (no schema version)")
-        if version is not None and version != _SCHEMA_VERSION:
-            raise StoreError(
-                f"store {str(self.path)!r} has schema version {version}; "
-                f"this agentkit reads version {_SCHEMA_VERSION}"
-            )
-        updates = {"schema_version": _SCHEMA_VERSION}
-        # Names this file to the lexical indexes beside it, so an index built for
-        # another file that once had this name is never trusted.
-        updates["store_id"] = meta.get("store_id") or uuid.uuid4().hex
-        if self.embedder is not None:
-            dim, name = str(self.embedder.dim), embedder_name(self.embedder)
-            had_dim, had_name = meta.get("dim"), meta.get("embedder")
-            if had_dim is not None and (had_dim, had_name) != (dim, name):
-                empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
-                if not empty:
-                    raise StoreError(
-                        f"store {str(self.path)!r} holds vectors from embedder {had_name!r} "
-                        f"(dim {had_dim}); refusing to mix in {name!r} (dim {dim}). "
-                        "Open it with the same embedder, or use a new store file."
-                    )
-            updates["dim"], updates["embedder"] = dim, name
-        if not record:
-            return
-        for key, value in updates.items():
-            if meta.get(key) != value:
-                conn.execute(
-                    "INSERT INTO meta(key, value) VALUES (?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
 
     def _lexical_root(self) -> Path:
         return self.path.with_name(self.path.name + ".lexical")
@@ -761,89 +589,13 @@ class SQLiteVectorStore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        with self._cache_lock:
-            self._cache.clear()
+        self._cache.clear()
 
     # -- the vector cache --------------------------------------------------------------
 
     def _generation(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> int | None:
         """The scope's generation in ``conn``'s snapshot; None when the file has none."""
-        return _scope_generation(conn, bucket) if self._generations else None
-
-    def _pin(
-        self, conn: sqlite3.Connection, bucket: tuple[str, str]
-    ) -> tuple[_ScopeIndex, int]:
-        """The scope's vectors as ``conn``'s snapshot holds them (its first ``n`` rows),
-        marked in use.
-
-        The cached copy serves when its generation is the snapshot's; otherwise the
-        scope is loaded from the snapshot, and kept if it is newer than what is cached.
-        Rows a later write appends lie past ``n`` and are not read.
-        """
-        gen = self._generation(conn, bucket)
-        with self._cache_lock:
-            index = self._cache.get(bucket)
-            if index is not None and gen is not None and index.gen == gen:
-                index.readers += 1
-                return index, index.n
-        fresh = self._load(conn, bucket, -1 if gen is None else gen)
-        with self._cache_lock:
-            index = self._cache.get(bucket)
-            if gen is not None and (index is None or index.gen < gen):
-                self._cache[bucket] = fresh
-            fresh.readers += 1
-            return fresh, fresh.n
-
-    def _unpin(self, index: _ScopeIndex) -> None:
-        with self._cache_lock:
-            index.readers -= 1
-
-    def _load(self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int) -> _ScopeIndex:
-        dim = self._dim(conn)
-        index = _ScopeIndex(dim, gen)
-        rows = conn.execute(
-            "SELECT rowid, id, metadata, vector FROM chunks WHERE org = ? AND domain = ?",
-            bucket,
-        ).fetchall()
-        if rows:
-            index.vectors = np.frombuffer(
-                b"".join(r[3] for r in rows), dtype=np.float32
-            ).reshape(len(rows), dim).copy()
-            index.n = len(rows)
-            index.rowids = [r[0] for r in rows]
-            index.ids = [r[1] for r in rows]
-            index.meta = [r[2] for r in rows]
-            index.pos = {cid: i for i, cid in enumerate(index.ids)}
-        return index
-
-    def _patch(
-        self,
-        bucket: tuple[str, str],
-        before: int,
-        after: int,
-        touches_rows: Callable[[_ScopeIndex], bool],
-        apply: Callable[[_ScopeIndex], None],
-    ) -> None:
-        """Bring the cached scope from generation ``before`` to ``after`` after our commit.
-
-        ``before`` was read inside our write transaction, so a commit by another
-        connection that landed while we waited for the lock is already counted in it:
-        a cache older than ``before`` missed that commit and is dropped, never patched.
-        """
-        if before == after:
-            return
-        with self._cache_lock:
-            index = self._cache.get(bucket)
-            if index is None or index.gen == after:
-                return
-            if index.gen != before:
-                del self._cache[bucket]
-                return
-            if index.readers and touches_rows(index):
-                index = index.copy()  # searches in flight keep the rows they read
-                self._cache[bucket] = index
-            apply(index)
-            index.gen = after
+        return scope_generation(conn, bucket) if self._generations else None
 
     def _dim(self, conn: sqlite3.Connection) -> int:
         if self.embedder is not None:
@@ -867,11 +619,14 @@ class SQLiteVectorStore:
             texts = {cid: text for cid, text, _, _ in writes}
             lexical.apply(bucket, before, after, [(d[0], texts[d[1]]) for d in done], [])
 
-        def apply(index: _ScopeIndex) -> None:
-            for rowid, cid, meta, vector in done:
-                index.put(rowid, cid, meta, vector)
+        def apply(index: _CachedScope) -> None:
+            if done:
+                index.put_many(
+                    [d[1] for d in done], [[d[0], d[2]] for d in done],
+                    np.stack([d[3] for d in done]).astype(np.float32),
+                )
 
-        self._patch(
+        self._cache.patch(
             bucket, before, after, lambda index: any(d[1] in index.pos for d in done), apply
         )
 
@@ -901,7 +656,7 @@ class SQLiteVectorStore:
     ) -> tuple[int, int]:
         """The upsert's transaction (begun by the caller); its generations before/after."""
         try:
-            before = _scope_generation(db, bucket)
+            before = scope_generation(db, bucket)
             for cid, text, meta, vector in writes:
                 row = db.execute(
                     "INSERT INTO chunks(org, domain, id, text, metadata, vector) "
@@ -912,8 +667,8 @@ class SQLiteVectorStore:
                     (*bucket, cid, text, meta, vector.astype(np.float32).tobytes()),
                 ).fetchone()
                 done.append((int(row[0]), cid, meta, vector))
-            _touch(db, bucket)
-            after = _scope_generation(db, bucket)
+            touch(db, bucket)
+            after = scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
             _rollback(db)
@@ -944,7 +699,7 @@ class SQLiteVectorStore:
         db = self._db()
         with self._begin(db, bucket):
             try:
-                before = _scope_generation(db, bucket)
+                before = scope_generation(db, bucket)
                 ids = pick(db)
                 rowids: list[int] = []
                 if ids is None:
@@ -961,8 +716,8 @@ class SQLiteVectorStore:
                         )]
                 removed = len(rowids)
                 if removed:
-                    _touch(db, bucket)
-                after = _scope_generation(db, bucket)
+                    touch(db, bucket)
+                after = scope_generation(db, bucket)
                 _commit_unless(db, gate)
             except sqlite3.Error as exc:
                 _rollback(db)
@@ -974,11 +729,11 @@ class SQLiteVectorStore:
                 raise
             self._lex().apply(bucket, before, after, [], None if ids is None else rowids)
 
-        def apply(index: _ScopeIndex) -> None:
+        def apply(index: _CachedScope) -> None:
             for cid in list(index.ids) if ids is None else ids:
                 index.remove(cid)
 
-        self._patch(bucket, before, after, lambda index: True, apply)
+        self._cache.patch(bucket, before, after, lambda index: True, apply)
         return removed
 
     # -- reader-thread side --------------------------------------------------------------
@@ -991,48 +746,37 @@ class SQLiteVectorStore:
         k: int,
         where: dict[str, Any] | None,
     ) -> list[tuple[float, Chunk]]:
-        index, n = self._pin(conn, bucket)
+        index, n = self._cache.pin(conn, bucket, self._generation(conn, bucket))
         try:
             return self._top(conn, bucket, index, n, vector, k, where)
         finally:
-            self._unpin(index)
+            self._cache.unpin(index)
 
     def _top(
         self,
         conn: sqlite3.Connection,
         bucket: tuple[str, str],
-        index: _ScopeIndex,
+        index: _CachedScope,
         n: int,
         vector: npt.NDArray[np.float32],
         k: int,
         where: dict[str, Any] | None,
     ) -> list[tuple[float, Chunk]]:
-        if n == 0:
-            return []
-        scores = index.vectors[:n] @ vector
-        if where:
-            keep = np.fromiter(
-                (matches_where(index.metadata(i), where) for i in range(n)),
-                dtype=bool,
-                count=n,
+        """The shared dense top-k over the cached rows, then their text from ``conn``."""
+        mask = None
+        if where and n:
+            mask = np.fromiter(
+                (matches_where(metadata(index, i), where) for i in range(n)), dtype=bool, count=n
             )
-            scores = np.where(keep, scores, -np.inf)
-            available = int(keep.sum())
-        else:
-            available = n
-        take = min(k, available)
-        if take == 0:
-            return []
-        if take < n:
-            top = np.argpartition(-scores, take - 1)[:take]
-        else:
-            top = np.arange(n)
-        top = top[np.argsort(-scores[top], kind="stable")]
-        texts = _texts(conn, bucket, [(index.rowids[i], index.ids[i]) for i in top])
+        top = top_k(index.vectors, n, vector, k, mask)
+        rowids: list[int] = [index.payloads[i][0] for _, i in top]
+        texts = _texts(
+            conn, bucket, [(r, index.ids[i]) for r, (_, i) in zip(rowids, top, strict=True)]
+        )
         return [
-            (float(scores[i]), Chunk(index.ids[i], texts[index.rowids[i]], index.metadata(i)))
-            for i in top
-            if math.isfinite(float(scores[i])) and index.rowids[i] in texts
+            (score, Chunk(index.ids[i], texts[rowid], metadata(index, i)))
+            for rowid, (score, i) in zip(rowids, top, strict=True)
+            if math.isfinite(score) and rowid in texts
         ]
 
     def _lexical_sync(
@@ -1103,11 +847,6 @@ class SQLiteVectorStore:
                     return
 
 
-def _store_id(conn: sqlite3.Connection) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
-    return None if row is None else str(row[0])
-
-
 def _unit_vector(vector: npt.ArrayLike, dim: int) -> npt.NDArray[np.float32]:
     """A finite float32 row of width ``dim``, scaled to unit length (zero stays zero)."""
     try:
@@ -1120,15 +859,6 @@ def _unit_vector(vector: npt.ArrayLike, dim: int) -> npt.NDArray[np.float32]:
         raise InvalidArgument("vector contains NaN or infinity")
     norm = float(np.linalg.norm(row))
     return row / norm if norm > 0 else row
-
-
-def _touch(conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
-    """Record when the scope last changed, in the changing transaction (for stats)."""
-    conn.execute(
-        "INSERT INTO scope_writes(org, domain, at) VALUES (?, ?, ?) "
-        "ON CONFLICT (org, domain) DO UPDATE SET at = excluded.at",
-        (*bucket, time.time()),
-    )
 
 
 def _scan(
@@ -1201,13 +931,6 @@ def _stats(conn: sqlite3.Connection) -> tuple[str | None, int | None, list[Scope
     )
 
 
-def _scope_generation(conn: sqlite3.Connection, bucket: tuple[str, str]) -> int:
-    row = conn.execute(
-        "SELECT gen FROM generations WHERE org = ? AND domain = ?", bucket
-    ).fetchone()
-    return 0 if row is None else int(row[0])
-
-
 def _texts(
     conn: sqlite3.Connection, bucket: tuple[str, str], wanted: list[tuple[int, str]]
 ) -> dict[int, str]:
@@ -1269,19 +992,6 @@ def _count(conn: sqlite3.Connection, bucket: tuple[str, str] | None) -> int:
 def _parts(values: Sequence[_T], size: int = 500) -> list[Sequence[_T]]:
     # Stay well under SQLite's bound-parameter limit.
     return [values[i : i + size] for i in range(0, len(values), size)]
-
-
-def _split_sql(script: str) -> list[str]:
-    """Statements of the schema script; triggers keep their inner ``;``."""
-    out: list[str] = []
-    buf: list[str] = []
-    for line in script.strip().splitlines():
-        buf.append(line)
-        text = "\n".join(buf).strip()
-        if text.endswith(";") and sqlite3.complete_statement(text):
-            out.append(text)
-            buf = []
-    return out
 
 
 def _commit_unless(conn: sqlite3.Connection, gate: CommitGate | None) -> None:

@@ -1,0 +1,124 @@
+"""One scope's vectors in a growable matrix, and the one dense top-k every store uses.
+
+Both the in-memory store and the SQLite store's cache keep a scope the same way: rows
+in a capacity-doubling float32 buffer (an append writes into spare rows; only growth
+copies), one payload per row (whatever a result needs besides the vector), ids mapped
+to rows, deletes by swapping the last row into the hole. ``readers`` counts searches
+using the object right now: a caller about to rewrite rows they read (a replace, a
+delete) works on ``copy()`` instead, while appending past their row count is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+Matrix = npt.NDArray[np.float32]
+P = TypeVar("P")
+_MIN_CAPACITY = 16
+
+
+class ScopeMatrix(Generic[P]):
+    """Rows ``[:n]`` of ``vectors`` are live; ``ids[i]``/``payloads[i]`` describe row i."""
+
+    __slots__ = ("dim", "gen", "ids", "n", "payloads", "pos", "readers", "vectors")
+
+    def __init__(self, dim: int, gen: int = 0) -> None:
+        self.dim = dim
+        self.gen = gen  # what version of the scope these rows reflect (caller's meaning)
+        self.readers = 0
+        self.n = 0
+        self.vectors: Matrix = np.zeros((0, dim), dtype=np.float32)
+        self.ids: list[str] = []
+        self.payloads: list[P] = []
+        self.pos: dict[str, int] = {}
+
+    @classmethod
+    def of(
+        cls, dim: int, gen: int, ids: list[str], payloads: list[P], vectors: Matrix
+    ) -> ScopeMatrix[P]:
+        """A matrix holding exactly these rows (``vectors`` is kept, not copied)."""
+        out: ScopeMatrix[P] = cls(dim, gen)
+        out.vectors, out.n = vectors, len(ids)
+        out.ids, out.payloads = ids, payloads
+        out.pos = {cid: i for i, cid in enumerate(ids)}
+        return out
+
+    def copy(self) -> ScopeMatrix[P]:
+        twin: ScopeMatrix[P] = ScopeMatrix(self.dim, self.gen)
+        twin.n = self.n
+        twin.vectors = self.vectors.copy()
+        twin.ids = list(self.ids)
+        twin.payloads = list(self.payloads)
+        twin.pos = dict(self.pos)
+        return twin
+
+    def put_many(self, ids: Sequence[str], payloads: Sequence[P], vectors: Matrix) -> None:
+        """Insert or replace by id; within one call the last copy of an id wins."""
+        last = {cid: i for i, cid in enumerate(ids)}
+        replace = [(self.pos[cid], i) for cid, i in last.items() if cid in self.pos]
+        append = [i for cid, i in last.items() if cid not in self.pos]
+        if replace:
+            self.vectors[[r for r, _ in replace]] = vectors[[i for _, i in replace]]
+            for row, i in replace:
+                self.payloads[row] = payloads[i]
+        if not append:
+            return
+        n = self.n
+        need = n + len(append)
+        if need > self.vectors.shape[0]:
+            grown = np.empty(
+                (max(need, 2 * self.vectors.shape[0], _MIN_CAPACITY), self.dim), dtype=np.float32
+            )
+            grown[:n] = self.vectors[:n]
+            self.vectors = grown  # searches in flight keep their own reference
+        # The common batch (all new, no repeated id) is a plain slice copy.
+        self.vectors[n:need] = vectors if len(append) == len(vectors) else vectors[append]
+        for offset, i in enumerate(append):
+            self.pos[ids[i]] = n + offset
+            self.ids.append(ids[i])
+            self.payloads.append(payloads[i])
+        self.n = need  # last: a reader never counts a row before it is whole
+
+    def remove(self, chunk_id: str) -> bool:
+        """Drop one id (swap the last row into its hole); False if it was not here."""
+        at = self.pos.pop(chunk_id, None)
+        if at is None:
+            return False
+        last = self.n - 1
+        if at != last:
+            self.vectors[at] = self.vectors[last]
+            self.ids[at] = self.ids[last]
+            self.payloads[at] = self.payloads[last]
+            self.pos[self.ids[at]] = at
+        self.ids.pop()
+        self.payloads.pop()
+        self.n = last
+        return True
+
+
+def top_k(
+    vectors: Matrix, n: int, query: Matrix, k: int, mask: npt.NDArray[np.bool_] | None = None
+) -> list[tuple[float, int]]:
+    """(score, row) of the best ``k`` of rows ``[:n]`` by dot product, best first.
+
+    The mask (rows allowed) applies before the cut, so a selective filter still yields
+    up to ``k`` matches. Equal scores come back in row order, so results are stable.
+    """
+    if n == 0:
+        return []
+    scores = vectors[:n] @ query
+    valid = n
+    if mask is not None:
+        valid = int(mask.sum())
+        if valid == 0:
+            return []
+        scores = np.where(mask, scores, np.float32(-np.inf))
+    kk = min(k, valid)
+    top = np.arange(n) if kk == n else np.argpartition(scores, n - kk)[n - kk :]
+    top.sort()
+    order = top[np.argsort(-scores[top], kind="stable")]
+    return [(float(scores[i]), int(i)) for i in order]

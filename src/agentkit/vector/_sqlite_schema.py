@@ -1,0 +1,169 @@
+"""The SQLite store's file layout: tables, triggers, and what ``meta`` records.
+
+The triggers are what make the file safe to share: every change to ``chunks``, by
+whoever makes it, bumps the scope's generation (and the file's) in the same
+transaction, which is how caches and lexical indexes anywhere know they are behind.
+``meta`` names the schema version, the embedder whose vectors the file holds (a
+different one is refused, since mixing two models' vectors silently ruins ranking),
+and a random store id that the lexical indexes beside the file are checked against.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+from agentkit.kernel.errors import StoreError
+from agentkit.vector.port import Embedder
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    UNIQUE (org, domain, id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF text ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TABLE IF NOT EXISTS generations (
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    gen INTEGER NOT NULL,
+    PRIMARY KEY (org, domain)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS file_generation (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    gen INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO file_generation(id, gen) VALUES (0, 0);
+CREATE TABLE IF NOT EXISTS scope_writes (
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (org, domain)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_gen_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_gen_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+"""
+
+
+def embedder_name(embedder: object) -> str:
+    """What a store records about who wrote its vectors.
+
+    ``model_name`` when the embedder has one; otherwise its class and ``dim``, which is
+    enough to tell a HashingEmbedder from a real model.
+    """
+    name = getattr(embedder, "model_name", None)
+    if isinstance(name, str) and name:
+        return name
+    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
+
+
+def check_meta(
+    conn: sqlite3.Connection, path: Path, embedder: Embedder | None, *, record: bool = True
+) -> None:
+    """Refuse a file of another schema version or another embedder's vectors; when
+``record``, write this version, the embedder's dim and name, and the store id."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    version = meta.get("schema_version")
+    if not record and version is None:
+        raise StoreError(f"{str(path)!r} is not an agentkit store (no schema version)")
+    if version is not None and version != SCHEMA_VERSION:
+        raise StoreError(
+            f"store {str(path)!r} has schema version {version}; "
+            f"this agentkit reads version {SCHEMA_VERSION}"
+        )
+    updates = {"schema_version": SCHEMA_VERSION}
+    # Names this file to the lexical indexes beside it, so an index built for
+    # another file that once had this name is never trusted.
+    updates["store_id"] = meta.get("store_id") or uuid.uuid4().hex
+    if embedder is not None:
+        dim, name = str(embedder.dim), embedder_name(embedder)
+        had_dim, had_name = meta.get("dim"), meta.get("embedder")
+        if had_dim is not None and (had_dim, had_name) != (dim, name):
+            empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
+            if not empty:
+                raise StoreError(
+                    f"store {str(path)!r} holds vectors from embedder {had_name!r} "
+                    f"(dim {had_dim}); refusing to mix in {name!r} (dim {dim}). "
+                    "Open it with the same embedder, or use a new store file."
+                )
+        updates["dim"], updates["embedder"] = dim, name
+    if not record:
+        return
+    for key, value in updates.items():
+        if meta.get(key) != value:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+
+def store_id(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def scope_generation(conn: sqlite3.Connection, bucket: tuple[str, str]) -> int:
+    row = conn.execute(
+        "SELECT gen FROM generations WHERE org = ? AND domain = ?", bucket
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def touch(conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
+    """Record when the scope last changed, in the changing transaction (for stats)."""
+    conn.execute(
+        "INSERT INTO scope_writes(org, domain, at) VALUES (?, ?, ?) "
+        "ON CONFLICT (org, domain) DO UPDATE SET at = excluded.at",
+        (*bucket, time.time()),
+    )
+
+
+def split_sql(script: str) -> list[str]:
+    """Statements of the schema script; triggers keep their inner ``;``."""
+    out: list[str] = []
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        if text.endswith(";") and sqlite3.complete_statement(text):
+            out.append(text)
+            buf = []
+    return out
