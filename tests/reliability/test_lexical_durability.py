@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -203,5 +204,30 @@ def test_deletes_obey_at_once_and_lost_index_files_are_rebuilt(tmp_path: Path) -
             assert await lexical_ids(store) == {"back"}
         async with SQLiteVectorStore(db, embedder=None, read_only=True) as store:
             assert await lexical_ids(store) == {"back"}
+
+    asyncio.run(run())
+
+
+def test_writes_keep_the_index_on_disk_current_for_read_only_readers(tmp_path: Path) -> None:
+    """Ingest without a single read, then the sidecar vouches for the rows' generation,
+    so a read-only opener (the CLI's query) serves from disk rather than rebuilding."""
+    db = tmp_path / "store.db"
+
+    async def run() -> None:
+        async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=DIM)) as store:
+            for i in range(3):
+                await store.upsert([Chunk(f"c{i}", f"alpha {i}")], scope=SCOPE)
+            await store.delete(["c1"], scope=SCOPE)
+        with sqlite3.connect(db) as conn:
+            gen = conn.execute(
+                "SELECT gen FROM generations WHERE org = 'acme' AND domain = 'support'"
+            ).fetchone()[0]
+        sidecar = (
+            db.with_name(db.name + ".lexical") / scope_dir_name(("acme", "support"))
+            / "agentkit-generation.json"
+        )
+        assert json.loads(sidecar.read_text())["gen"] == gen
+        async with SQLiteVectorStore(db, embedder=None, read_only=True) as store:
+            assert await lexical_ids(store) == {"c0", "c2"}
 
     asyncio.run(run())

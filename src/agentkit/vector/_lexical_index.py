@@ -204,25 +204,41 @@ class LexicalIndexes:
         after: int,
         added: Sequence[tuple[int, str]],
         removed: Sequence[int] | None,
+        conn: sqlite3.Connection,
     ) -> None:
         """Bring the scope's index from ``before`` to ``after`` after our SQLite commit.
 
-        Call inside ``writing(bucket)``. ``removed=None`` means the whole scope went.
-        An index not exactly at ``before`` missed a change: it is left for the next
-        read to rebuild. A failure here loses nothing: the sidecar still says
-        ``before``, so the next read rebuilds.
+        Call inside ``writing(bucket)``, with the writing connection (out of its
+        transaction). ``removed=None`` means the whole scope went. An index not exactly
+        at ``before`` (never built, or it missed a change) is rebuilt from the rows
+        now, so readers anywhere, read-only ones included, find it current. A failure
+        here loses nothing: the sidecar no longer vouches for the index, so the next
+        read rebuilds.
         """
         if not self.writable or before == after:
             return
-        if self._sidecar(bucket) != before:
-            return
         try:
-            self._apply(bucket, after, added, removed)
+            if self._sidecar(bucket) == before:
+                self._apply(bucket, after, added, removed)
+            else:
+                self._catch_up(conn, bucket)
         except Exception:
             # The rows are committed; the index is only behind. Say so on disk, so
             # the next read (here or anywhere) rebuilds the scope from the rows.
             with contextlib.suppress(OSError):
                 self._write_sidecar(bucket, None)
+
+    def _catch_up(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
+        scope = self._scope(bucket)
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute(
+                "SELECT gen FROM generations WHERE org = ? AND domain = ?", bucket
+            ).fetchone()
+            with scope.lock:
+                self._rebuild(conn, bucket, scope, 0 if row is None else int(row[0]))
+        finally:
+            conn.execute("ROLLBACK")
 
     def _apply(
         self,

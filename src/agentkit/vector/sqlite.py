@@ -617,7 +617,7 @@ class SQLiteVectorStore:
         with self._begin(db, bucket):
             before, after = self._upsert_rows(db, bucket, writes, done, gate)
             texts = {cid: text for cid, text, _, _ in writes}
-            lexical.apply(bucket, before, after, [(d[0], texts[d[1]]) for d in done], [])
+            lexical.apply(bucket, before, after, [(d[0], texts[d[1]]) for d in done], [], db)
 
         def apply(index: _CachedScope) -> None:
             if done:
@@ -727,7 +727,7 @@ class SQLiteVectorStore:
             except BaseException:
                 _rollback(db)
                 raise
-            self._lex().apply(bucket, before, after, [], None if ids is None else rowids)
+            self._lex().apply(bucket, before, after, [], None if ids is None else rowids, db)
 
         def apply(index: _CachedScope) -> None:
             for cid in list(index.ids) if ids is None else ids:
