@@ -117,3 +117,13 @@ def test_read_back_precedence() -> None:
         text="t", id_="c1", metadata=dict(to_node(MemoryItem("t", "v", id="c1")).node.metadata)
     )
     assert from_node(rebuilt) == MemoryItem("t", "v", id="c1")
+
+
+def test_score_can_be_left_out_of_metadata_and_rides_on_the_node_score() -> None:
+    item = MemoryItem("t", "s", 0.5, {"a": 1}, id="x")
+    [nws] = to_nodes([item], include_score=False)
+    assert "agentkit_score" not in nws.node.metadata and nws.score == 0.5
+    assert from_node(nws) == item
+    # Two queries scoring one record differently now give nodes of one hash.
+    [other] = to_nodes([MemoryItem("t", "s", 0.9, {"a": 1}, id="x")], include_score=False)
+    assert other.node.hash == nws.node.hash

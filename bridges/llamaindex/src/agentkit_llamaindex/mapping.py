@@ -71,8 +71,15 @@ def to_node(item: MemoryItem) -> NodeWithScore:
     return to_nodes((item,))[0]
 
 
-def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
-    """``to_node`` for a whole result, ids made unique so LlamaIndex drops none."""
+def to_nodes(items: Iterable[MemoryItem], *, include_score: bool = True) -> list[NodeWithScore]:
+    """``to_node`` for a whole result, ids made unique so LlamaIndex drops none.
+
+    ``include_score=False`` leaves the ``agentkit_score`` stamp out of the metadata
+    (the node score still carries the score): ``QueryFusionRetriever`` fuses copies
+    of a node by a hash of its text and metadata, so a record that each generated
+    query scored differently would otherwise never be fused. ``from_node`` then reads
+    the node score, which a fusion may have replaced.
+    """
     nodes: list[NodeWithScore] = []
     seen: set[str] = set()
     for item in items:
@@ -85,7 +92,7 @@ def to_nodes(items: Iterable[MemoryItem]) -> list[NodeWithScore]:
         source = item.source
         stamped[SOURCE_KEY] = source
         score = item.score
-        if score is not None:
+        if include_score and score is not None:
             stamped[SCORE_KEY] = score
         node_id = item.id
         if node_id is None:

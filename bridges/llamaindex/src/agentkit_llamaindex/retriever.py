@@ -63,6 +63,9 @@ class AgentkitRetriever(BaseRetriever):
         where: A metadata filter every call applies.
         ctx: The tenant's Ctx, handed to the memory on every call; ``None`` gives each
             call an empty, unscoped one.
+        include_score: ``False`` leaves ``agentkit_score`` out of node metadata, so
+            ``QueryFusionRetriever`` with several queries fuses a record's copies (it
+            matches nodes by text and metadata); the node score still carries it.
         callback_manager: LlamaIndex's, as for any retriever.
         verbose: LlamaIndex's, as for any retriever.
 
@@ -79,6 +82,7 @@ class AgentkitRetriever(BaseRetriever):
         where: dict[str, Any] | None = None,
         ctx: Ctx | None = None,
         *,
+        include_score: bool = True,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -90,6 +94,11 @@ class AgentkitRetriever(BaseRetriever):
         self._k = check_k(k)
         self._where = check_where(where)
         self._ctx = _check_ctx(ctx)
+        if not isinstance(include_score, bool):
+            raise InvalidArgumentType(
+                f"include_score must be a bool, got {type(include_score).__name__}"
+            )
+        self._include_score = include_score
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -138,7 +147,7 @@ class AgentkitRetriever(BaseRetriever):
         )
 
     def _nodes(self, items: list[MemoryItem]) -> list[NodeWithScore]:
-        return to_nodes(items[: self._k])
+        return to_nodes(items[: self._k], include_score=self._include_score)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         items: list[MemoryItem] = run_sync(lambda: self._query(query_bundle))
