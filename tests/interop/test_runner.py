@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import multiprocessing
 import random
@@ -162,6 +163,20 @@ def test_errors_reach_the_caller_unchanged() -> None:
 
     with pytest.raises(LookupError, match="backend said no"):
         run_sync(fail)
+
+
+def test_a_coroutine_cancelled_from_inside_raises_cancelled_not_none() -> None:
+    async def cancels_itself() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        await asyncio.sleep(0)
+        return 1
+
+    with pytest.raises(concurrent.futures.CancelledError):
+        run_sync(cancels_itself)
+    src = Counting()
+    assert run_sync(lambda: src.query(2)) == 4
 
 
 def test_a_keyboard_interrupt_raised_inside_goes_to_the_caller_and_the_loop_lives_on() -> None:

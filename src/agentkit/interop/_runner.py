@@ -98,9 +98,24 @@ def _background() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
 
 
 class _Call(Generic[T]):
-    """One coroutine on the background loop, and the future its caller blocks on."""
+    """One coroutine on the background loop, and the lock its caller blocks on.
 
-    __slots__ = ("abandoned", "context", "coro", "done", "finished", "loop", "task")
+    The caller holds ``settled`` from the start; the task releases it once the
+    outcome is stored. A bare lock is the cheapest thing a thread can sleep on:
+    a ``concurrent.futures.Future`` adds a condition variable and its own lock.
+    """
+
+    __slots__ = (
+        "abandoned",
+        "context",
+        "coro",
+        "error",
+        "finished",
+        "loop",
+        "result",
+        "settled",
+        "task",
+    )
 
     def __init__(
         self,
@@ -111,9 +126,12 @@ class _Call(Generic[T]):
         self.coro = coro
         self.context = context
         self.loop = loop
-        self.done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self.settled = threading.Lock()
+        self.settled.acquire()
+        self.result: T | None = None
+        self.error: BaseException | None = None
         self.task: asyncio.Task[None] | None = None
-        self.finished = threading.Event()
+        self.finished: threading.Event | None = None
         self.abandoned = False
 
     def start(self) -> None:
@@ -122,28 +140,32 @@ class _Call(Generic[T]):
             self.task = self.loop.create_task(self._drive(), context=self.context)
 
     async def _drive(self) -> None:
-        # Settles ``done`` from inside the task: the caller wakes without waiting one
+        # Settles the call from inside the task: the caller wakes without waiting one
         # more loop turn for a done-callback, and an exception the loop would re-raise
         # (KeyboardInterrupt, SystemExit raised by the coroutine) goes to the caller
         # instead of stopping the shared loop.
         try:
-            result = await self.coro
+            self.result = await self.coro
         except asyncio.CancelledError:
-            self.done.cancel()
+            # Cancelled by _abandon (whose caller no longer reads this), or from inside
+            # the coroutine's own stack: the caller sees what Future.result would raise.
+            self.error = concurrent.futures.CancelledError()
             raise
         except BaseException as exc:
-            self.done.set_exception(exc)
-        else:
-            self.done.set_result(result)
+            self.error = exc
+        finally:
+            self.settled.release()
 
     def cancel(self) -> None:
         """On the loop: cancel the task and note when it has finished unwinding."""
         self.abandoned = True
+        finished = self.finished
+        assert finished is not None
         task = self.task
         if task is None:
             # The interrupt came before start() was queued: nothing ever ran.
             self.coro.close()
-            self.finished.set()
+            finished.set()
             return
         task.add_done_callback(self._unwound)
         task.cancel()
@@ -153,49 +175,55 @@ class _Call(Generic[T]):
         # it, or its "never awaited" warning would fire later from the garbage
         # collector, where an exception (a second Ctrl-C) is swallowed.
         self.coro.close()
+        assert self.finished is not None
         self.finished.set()
 
     def run(self, timeout: float | None) -> T:
         """In the caller: submit, then block; an interrupt anywhere in here cancels."""
+        settled = False
         try:
             self.loop.call_soon_threadsafe(self.start)
-            return self._result(timeout)
-        except concurrent.futures.TimeoutError:
-            if self.done.done():
-                raise  # the coroutine's own TimeoutError
-            self._abandon()
+            settled = self._wait(timeout)
+        finally:
+            if not settled:
+                # Timed out, or interrupted (KeyboardInterrupt) while waiting.
+                self._abandon()
+        if not settled:
             raise TimeoutError(
                 f"the agentkit call did not finish within {timeout} s and was cancelled"
-            ) from None
-        except BaseException:
-            if not self.done.done():
-                self._abandon()
-            raise
+            )
+        error = self.error
+        if error is not None:
+            self.error = None  # no reference cycle through the traceback
+            raise error
+        return self.result  # type: ignore[return-value]
 
-    def _result(self, timeout: float | None) -> T:
-        """``done.result(timeout)``, waking now and then when on the main thread.
+    def _wait(self, timeout: float | None) -> bool:
+        """Block until the task settles the call; ``False`` when ``timeout`` passed.
 
         CPython runs signal handlers between bytecodes: a Ctrl-C landing just before
         the thread blocks on a lock is only seen once the lock is released, i.e. when
-        the query is over. Waiting in slices bounds that delay to one slice.
+        the query is over. On the main thread, waiting in slices bounds that delay to
+        one slice.
         """
+        settled = self.settled
         if threading.current_thread() is not threading.main_thread():
-            return self.done.result(timeout)  # signals are only delivered to main
+            return settled.acquire(timeout=-1 if timeout is None else timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
+        wait = _SIGNAL_SLICE
         while True:
-            wait = _SIGNAL_SLICE
             if deadline is not None:
-                wait = max(0.0, min(wait, deadline - time.monotonic()))
-            try:
-                return self.done.result(wait)
-            except concurrent.futures.TimeoutError:
-                if self.done.done() or (deadline is not None and time.monotonic() >= deadline):
-                    raise
+                wait = max(0.0, min(_SIGNAL_SLICE, deadline - time.monotonic()))
+            if settled.acquire(timeout=wait):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def _abandon(self) -> None:
         # The caller gave up (timeout, KeyboardInterrupt): the query must not go on
         # running unseen. Cancel it and wait until it has unwound; a second interrupt
         # while waiting stops the wait, not the cancellation.
+        self.finished = threading.Event()
         self.loop.call_soon_threadsafe(self.cancel)
         self.finished.wait()
 
