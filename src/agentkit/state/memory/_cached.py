@@ -50,6 +50,19 @@ class CachedMemory:
     changed in place (a list, a dict): such a value is copied when the answer is
     stored and again each time it is served. An answer that is not a list of
     MemoryItems is refused (InvalidArgumentType) and never stored.
+
+    Args:
+        inner: The source whose answers are cached.
+        ttl_seconds: How long an answer is served from the cache.
+        max_entries: How many answers are kept at most.
+        name: The name items and traces carry; ``""`` takes the wrapped source's.
+        strict_scope: Refuse queries whose scope lacks an org or a domain.
+
+    Raises:
+        InvalidArgumentType: A non-number ``ttl_seconds`` or a non-int ``max_entries``.
+        InvalidArgument: ``ttl_seconds`` not above 0, or ``max_entries`` below 1.
+        ScopeViolation: From ``query`` under ``strict_scope=True``, for an incomplete
+            scope.
     """
 
     inner: MemorySource
