@@ -36,6 +36,16 @@ class VectorMemory:
     whole scope, or, when a default ``where`` is set, everything this source can see.
     Each returns how many records went. ``forget`` needs the port's ``delete_where``
     and ``delete_scope`` (every agentkit store has them).
+
+    Args:
+        vector: The store: any ``VectorPort`` (``InMemoryVectorStore``,
+            ``SQLiteVectorStore``, ``PostgresVectorStore``, or a bridge's port over a
+            framework's store).
+        where: A default filter, merged under every call's own.
+        name: The name items and traces carry.
+
+    Raises:
+        InvalidArgumentType: A ``where`` that is not a mapping with str keys.
     """
 
     vector: Any
