@@ -272,6 +272,12 @@ class InMemoryVectorStore:
     Each scope is its own bucket with its own matrix; a search only ever reads
     the caller's bucket, so tenant isolation is structural rather than a filter.
     The same id in two scopes is two records. Nothing is persisted.
+
+    Args:
+        embedder: What turns text into vectors; ``None`` uses ``HashingEmbedder()``.
+
+    Raises:
+        InvalidArgument: An embedder whose ``dim`` is not a positive int.
     """
 
     def __init__(self, embedder: Embedder | None = None) -> None:
