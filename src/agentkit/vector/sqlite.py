@@ -123,6 +123,21 @@ class SQLiteVectorStore:
 
     Upsert is one transaction per call. A chunk whose text is unchanged keeps its stored
     vector and is not re-embedded, so re-ingesting a corpus costs database writes only.
+
+    The file is opened on first use, so a missing file, a file that is not an agentkit
+    store or one recording another embedder raises ``StoreError`` from that first call.
+
+    Args:
+        path: The database file.
+        embedder: The model for ``search`` and ``upsert``; ``None`` for lexical reads only.
+        create: Whether a missing file may be created.
+        read_only: Open an existing store without changing anything.
+        readers: How many reads may run at once.
+
+    Raises:
+        InvalidArgumentType: A non-path ``path``, an embedder without an int ``dim``, or a
+            non-int ``readers``.
+        InvalidArgument: ``readers`` below 1.
     """
 
     def __init__(
