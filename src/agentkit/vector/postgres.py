@@ -140,6 +140,25 @@ class PostgresVectorStore:
     ``ef_search`` raises the HNSW candidate-list floor (each query uses at least
     ``max(40, 2*k)``); ``hnsw_m`` / ``hnsw_ef_construction`` only matter when the
     collection's index is first created. ``bulk_upsert`` is the initial-load path.
+
+    Args:
+        url: A libpq connection URL.
+        embedder: The model for vector calls; ``None`` for words, counts, gets and
+            deletes only.
+        collection: The table this store uses; several collections share a database.
+        min_size: Connections the pool keeps open.
+        max_size: Connections the pool may open at most.
+        create: Whether a missing collection may be created.
+        ef_search: The HNSW candidate-list floor for queries.
+        hnsw_m: HNSW graph degree, used when the index is first built.
+        hnsw_ef_construction: HNSW build-time candidate list, used when the index is
+            first built.
+
+    Raises:
+        InvalidArgumentType: An empty ``url``, an embedder without a positive int ``dim``,
+            or a non-int size or HNSW setting.
+        InvalidArgument: A size or HNSW setting below its minimum, or ``max_size`` below
+            ``min_size``.
     """
 
     def __init__(
