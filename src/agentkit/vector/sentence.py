@@ -56,6 +56,18 @@ class SentenceTransformerEmbedder:
     The model loads when the object is built, so ``dim`` is known up front and a missing
     install fails where the embedder is made rather than at the first query.
     ``model_name`` is what a durable store records to refuse a different embedder later.
+
+    Args:
+        model: A local path or model name; ``None`` is the bundled all-MiniLM-L6-v2.
+        batch_size: Texts encoded per model call.
+        device: Where the model runs (``"cpu"``, ``"cuda"``, ...).
+
+    Raises:
+        StoreError: sentence-transformers or the bundled model is not installed, or the
+            model cannot be loaded offline.
+        InvalidArgumentType: A ``model`` that is neither a str nor a path, or a non-int
+            ``batch_size``.
+        InvalidArgument: ``batch_size`` below 1.
     """
 
     def __init__(
@@ -105,7 +117,7 @@ class SentenceTransformerEmbedder:
         return await asyncio.to_thread(self.embed_sync, batch)
 
     def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The blocking half of :meth:`embed`, for benchmarks and worker threads."""
+        """The blocking half of ``embed``, for benchmarks and worker threads."""
         with self._lock:
             out = self._model.encode(
                 list(texts),
