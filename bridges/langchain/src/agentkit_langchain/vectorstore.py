@@ -91,6 +91,16 @@ class LangChainVectorPort:
     waits for the store to finish and puts those records back, so a write reported
     failed leaves nothing behind. A store without ``get_by_ids`` cannot be restored:
     then the port waits for the write and reports what it really did.
+
+    Args:
+        vectorstore: The LangChain ``VectorStore`` to read and write.
+        filter_style: How scope and ``where`` become the store's filter (see above).
+        relevance_score_fn: Turns ``similarity_search_with_score``'s raw score into
+            relevance (higher is better), for stores without relevance scores.
+
+    Raises:
+        InvalidArgumentType: A ``vectorstore`` that is not a LangChain ``VectorStore``,
+            an unusable ``filter_style``, or a ``relevance_score_fn`` that is not callable.
     """
 
     def __init__(
