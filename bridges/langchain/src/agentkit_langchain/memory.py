@@ -60,6 +60,16 @@ class LangChainMemory:
     A retriever that only implements the sync method runs on the interop layer's
     thread pool, so a composite over several of them is concurrent. Writes are
     not this adapter's: ``accepts_writes`` is False and ``write`` does nothing.
+
+    Args:
+        retriever: Any LangChain retriever (a ``Runnable`` with ``invoke``).
+        name: The name items and traces carry.
+        executor: Where a sync-only retriever runs; ``None`` uses the interop layer's
+            shared pool.
+
+    Raises:
+        InvalidArgumentType: ``retriever`` is not a LangChain retriever.
+        InvalidArgument: An empty ``name``.
     """
 
     accepts_writes = False
