@@ -22,6 +22,13 @@ class CompressorReranker:
     carries its pool position in metadata, so documents the compressor rebuilt
     without ``Document.id`` or with rewritten text (LLM extractors) still find
     their item; the matching itself is shared with the LlamaIndex bridge.
+
+    Args:
+        compressor: Any LangChain ``BaseDocumentCompressor``.
+
+    Raises:
+        InvalidArgumentType: ``compressor`` is not a ``BaseDocumentCompressor``; from a
+            call, a compressor that returned something other than Documents.
     """
 
     def __init__(self, compressor: BaseDocumentCompressor) -> None:
