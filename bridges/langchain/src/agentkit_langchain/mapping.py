@@ -40,6 +40,14 @@ def to_document(item: MemoryItem, *, include_score: bool = True) -> Document:
     The id is copied into ``agentkit_id`` as well as ``Document.id`` because many
     compressors and filters rebuild documents and drop ``Document.id``.
     ``include_score=False`` leaves ``agentkit_score`` out (see ``to_documents``).
+
+    Args:
+        item: The item to carry.
+        include_score: Whether the score travels as ``agentkit_score``.
+
+    Returns:
+        A new Document: ``page_content`` the item's content, ``id`` its id, the item's
+        metadata plus the ``agentkit_*`` stamps.
     """
     return to_documents([item], include_score=include_score)[0]
 
@@ -78,6 +86,17 @@ def from_document(doc: Document, *, source: str | None = None) -> MemoryItem:
     over ``agentkit_id``, ``agentkit_score`` over any other score) and are removed.
     A document that never passed through agentkit is scored by its
     ``relevance_score``, else its ``score`` metadata, else ``None``; those keys stay.
+
+    Args:
+        doc: Any LangChain Document.
+        source: The source name for a document without an ``agentkit_source`` stamp;
+            ``None`` means ``"langchain"``.
+
+    Returns:
+        A new MemoryItem; for a document made by ``to_document``, the original item.
+
+    Raises:
+        InvalidArgument: An empty or non-str ``source``.
     """
     if not isinstance(doc, Document):
         raise InvalidArgumentType(f"doc must be a Document, got {type(doc).__name__}")
