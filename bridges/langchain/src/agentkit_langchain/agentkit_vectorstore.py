@@ -46,6 +46,14 @@ class LangChainEmbedder:
     ``dim`` is read from one probe embedding unless given. ``model_name`` names the
     Embeddings class (and its model, when it has one), so a SQLite store written with one
     model refuses to be reopened with another instead of mixing their vectors.
+
+    Args:
+        embeddings: The LangChain Embeddings to call.
+        dim: The width of its vectors; ``None`` embeds one probe text to find out.
+
+    Raises:
+        InvalidArgumentType: ``embeddings`` is not a LangChain ``Embeddings``.
+        InvalidArgument: A ``dim`` that is not a positive int.
     """
 
     def __init__(self, embeddings: Embeddings, *, dim: int | None = None) -> None:
@@ -121,6 +129,21 @@ class AgentkitVectorStore(VectorStore):
     (``agentkit.interop.run_sync``); async code should call the ``a*`` twins. A
     Postgres store belongs to one event loop, so use it from sync or from async code,
     not both.
+
+    Args:
+        store: An agentkit store to wrap, which embeds with its own embedder; LangChain
+            ``Embeddings`` here are read as ``embedding`` (so ``InMemoryVectorStore(e)``
+            works renamed); ``None`` opens the default SQLite store.
+        embedding: What the default SQLite store embeds with; ``None`` uses
+            ``HashingEmbedder``.
+        path: The default store's file; ``None`` is ``$AGENTKIT_STORE`` or
+            ``.agentkit/memory.db``.
+        scope: The tenant every call serves; ``None`` is the unscoped bucket.
+        dim: The embedding width, to skip probing the Embeddings for it.
+
+    Raises:
+        InvalidArgument: ``embedding``, ``path`` or ``dim`` given together with a store.
+        InvalidArgumentType: A ``store`` that is not an agentkit ``VectorPort``.
     """
 
     def __init__(
