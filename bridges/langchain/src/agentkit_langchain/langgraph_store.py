@@ -122,6 +122,16 @@ class AgentkitStore(BaseStore):
     (``agentkit.interop.run_sync``), so they work from threads and beside a running
     loop. A Postgres store belongs to one event loop: use it from sync code or from
     async code, not both.
+
+    Args:
+        store: The agentkit store to keep items in; ``None`` builds an in-memory one.
+        scope: The tenant every call serves; ``None`` is the unscoped bucket.
+        index: LangGraph's ``IndexConfig`` (``fields``, ``dims``, ``embed``).
+
+    Raises:
+        InvalidArgument: ``index["embed"]`` given with a ready store, or ``index["dims"]``
+            unlike the store's width.
+        InvalidArgumentType: A ``store`` lacking the methods of an agentkit store.
     """
 
     supports_ttl: bool = True
