@@ -87,6 +87,18 @@ class LangGraphStoreMemory:
     The store's native async API is used when it has one; ``SqliteStore`` and
     ``PostgresStore`` (sync drivers) run on the interop layer's thread pool, so a
     composite over several stores is concurrent and the event loop never blocks.
+
+    Args:
+        store: Any LangGraph ``BaseStore`` (in-memory, SQLite, Postgres, ...).
+        namespace: The namespace to read and write, as a tuple of labels.
+        name: The name items and traces carry.
+        fields: The value fields that form an item's text; ``None`` uses the store's
+            index fields, else ``content``.
+
+    Raises:
+        InvalidArgumentType: ``store`` is not a LangGraph ``BaseStore``, or a namespace
+            or ``fields`` of the wrong type.
+        InvalidArgument: An empty ``name``, namespace or ``fields``.
     """
 
     accepts_writes = True
