@@ -175,6 +175,16 @@ class LlamaIndexVectorPort:
     without it the port uses the index's own model (see ``_index_embed_model``).
     A different model than the index's would give vectors the index's own
     retrievers cannot compare.
+
+    Args:
+        index: The ``VectorStoreIndex`` to read and write.
+        embed_model: The model the index was built with; ``None`` uses the index's own.
+        can_filter: Whether the store filters by metadata (so scoped use is safe);
+            ``None`` guesses from the store's class.
+        uuid_ids: Whether the store needs UUID record ids; ``None`` guesses.
+
+    Raises:
+        InvalidArgumentType: ``index`` is not a ``VectorStoreIndex``.
     """
 
     def __init__(
@@ -273,7 +283,7 @@ class LlamaIndexVectorPort:
         await run_gated(lambda gate: run_blocking(self._replace, nodes, gate))
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> int | None:
-        """Remove by id; unknown ids are skipped. Gated like :meth:`upsert`.
+        """Remove by id; unknown ids are skipped. Gated like ``upsert``.
 
         Returns how many records went, counted under the write lock (None for a store
         that keeps text but cannot read nodes back by id, so cannot tell).
