@@ -235,6 +235,16 @@ class LlamaIndexMemory:
     tenant (``ctx.scope``); everything else in the index is treated as shared. Scope
     any other per-tenant data with ``where`` or wrap this source in ``ScopedMemory``.
     Read-only: writes go through ``VectorMemory(LlamaIndexVectorPort(index))``.
+
+    Args:
+        retriever: A LlamaIndex retriever, or a ``VectorStoreIndex`` to build one per
+            query from.
+        name: The name items and traces carry.
+
+    Raises:
+        InvalidArgumentType: ``retriever`` is neither a ``BaseRetriever`` nor a
+            ``VectorStoreIndex``.
+        InvalidArgument: An empty ``name``.
     """
 
     accepts_writes = False
