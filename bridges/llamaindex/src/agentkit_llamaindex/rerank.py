@@ -28,6 +28,13 @@ class PostprocessorReranker:
     shared with the LangChain bridge. An item's score becomes the node's new score
     only where the postprocessor set one; a dropped node drops its item. Sync-only
     postprocessors run on the interop layer's thread pool, off the event loop.
+
+    Args:
+        postprocessor: Any LlamaIndex ``BaseNodePostprocessor``.
+
+    Raises:
+        InvalidArgumentType: ``postprocessor`` is not a ``BaseNodePostprocessor``; from a
+            call, a postprocessor that returned something other than ``NodeWithScore``s.
     """
 
     def __init__(self, postprocessor: BaseNodePostprocessor) -> None:
