@@ -66,6 +66,13 @@ def to_node(item: MemoryItem) -> NodeWithScore:
 
     Fresh on every call because fusion retrievers overwrite ``score`` in place on the
     objects they are handed.
+
+    Args:
+        item: The item to carry.
+
+    Returns:
+        A new ``NodeWithScore`` whose ``TextNode`` holds the content, id and metadata
+        plus the ``agentkit_*`` stamps (hidden from the LLM and the embedder).
     """
     _check_item(item)
     return to_nodes((item,))[0]
@@ -125,13 +132,25 @@ def _content(node: BaseNode) -> str:
 def from_node(
     node_with_score: NodeWithScore | BaseNode, *, source: str | None = None
 ) -> MemoryItem:
-    """The item a node stands for; the inverse of :func:`to_node`.
+    """The item a node stands for; the inverse of ``to_node``.
 
     The bridge's stamps win over everything else (``agentkit_source`` over ``source=``,
     ``agentkit_score`` over the node score) and are removed from the metadata. The node
     id wins over ``agentkit_id`` when they differ, except for the ``~n`` copies
-    :func:`to_nodes` made. A node that never came from agentkit keeps its own id and
+    ``to_nodes`` made. A node that never came from agentkit keeps its own id and
     score and gets ``source`` (default ``"llamaindex"``).
+
+    Args:
+        node_with_score: A ``NodeWithScore``, or a bare node (then unscored).
+        source: The source name for a node without an ``agentkit_source`` stamp;
+            ``None`` means ``"llamaindex"``.
+
+    Returns:
+        A new MemoryItem; for a node made by ``to_node``, the original item.
+
+    Raises:
+        InvalidArgumentType: Neither a ``NodeWithScore`` nor a node.
+        InvalidArgument: An empty or non-str ``source``.
     """
     if isinstance(node_with_score, NodeWithScore):
         node = node_with_score.node
