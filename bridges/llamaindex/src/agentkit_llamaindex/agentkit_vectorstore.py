@@ -63,6 +63,14 @@ class LlamaIndexEmbedder:
 
     ``dim`` is read from one probe embedding unless given. ``model_name`` names the
     model, so a SQLite store written with one refuses to be reopened with another.
+
+    Args:
+        embed_model: The LlamaIndex embed model to call.
+        dim: The width of its vectors; ``None`` embeds one probe text to find out.
+
+    Raises:
+        InvalidArgumentType: ``embed_model`` is not a LlamaIndex ``BaseEmbedding``.
+        InvalidArgument: A ``dim`` that is not a positive int.
     """
 
     def __init__(self, embed_model: BaseEmbedding, *, dim: int | None = None) -> None:
@@ -135,6 +143,20 @@ class AgentkitVectorStore(BasePydanticVectorStore):
     fetch widening until ``similarity_top_k`` pass. Modes: default (cosine),
     ``text_search``/``sparse`` (the store's word index) and ``hybrid`` (reciprocal rank
     fusion of both lists, ``alpha`` weighting the dense one, default 0.5).
+
+    Args:
+        store: An agentkit store to wrap, which embeds with its own embedder; ``None``
+            opens the default SQLite store.
+        embed_model: What the default SQLite store embeds with; ``None`` uses
+            ``Settings.embed_model``.
+        path: The default store's file; ``None`` is ``$AGENTKIT_STORE`` or
+            ``.agentkit/memory.db``.
+        scope: The tenant every call serves; ``None`` is the unscoped bucket.
+        dim: The embedding width, to skip probing the model for it.
+
+    Raises:
+        InvalidArgument: ``embed_model``, ``path`` or ``dim`` given together with a store.
+        InvalidArgumentType: A ``store`` that is not an agentkit ``VectorPort``.
     """
 
     stores_text: bool = True
