@@ -132,6 +132,15 @@ def test_no_private_name_is_a_heading_anywhere(site: Path) -> None:
             assert not shown.startswith("_"), f"{path.relative_to(site)}: heading {shown}"
 
 
+def test_no_docstring_shows_raw_sphinx_markup(site: Path) -> None:
+    # Docstrings are Google style rendered as Markdown: an RST role (:func:`x`) would
+    # reach the reader as literal text.
+    role = re.compile(r":(?:func|class|meth|attr|exc|data|mod):<code>[^<]*")
+    for rel in sorted(set(PAGES.values())):
+        leftovers = role.findall(_page(site, rel))
+        assert not leftovers, f"{rel}: {leftovers}"
+
+
 def test_guides_and_notebooks_are_pages(site: Path) -> None:
     for guide in sorted((ROOT / "docs").glob("*.md")):
         assert (site / f"{guide.stem}.html").is_file(), guide.name
