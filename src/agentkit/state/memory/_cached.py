@@ -106,6 +106,12 @@ class CachedMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Answer from the cache while an entry is younger than ``ttl_seconds``, else ask ``inner``.
+
+        Entries are keyed by ``(ctx.scope, query, k, where)``, so a tenant only ever sees
+        answers computed for its own scope. A miss stores the fresh answer unless a write,
+        ``delete``, ``forget`` or ``clear`` happened while it was in flight.
+        """
         query = check_query(query)
         k = check_k(k)
         where = check_where(where)

@@ -80,6 +80,12 @@ class CompactedMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Ask ``inner``, keep at most ``max_items``, then compact each item's content.
+
+        Items are compacted concurrently and keep their order, score and provenance; if
+        any compaction fails its error is raised, since a half-compacted answer would
+        mix shortened and raw content.
+        """
         query = check_query(query)
         k = check_k(k)
         where = check_where(where)
@@ -95,6 +101,7 @@ class CompactedMemory:
         return [value for _, value, _ in outcomes]
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Pass the items to ``inner`` unchanged: compaction shapes reads, not storage."""
         await self.inner.write(items, ctx=ctx)
 
     @property

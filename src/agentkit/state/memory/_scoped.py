@@ -66,6 +66,10 @@ class ScopedMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Validate the arguments, run the tenant check, and only then ask ``inner``.
+
+        The check comes before the wrapped source runs, so a refused ``ctx`` reads nothing.
+        """
         check_query(query)
         check_k(k)
         check_where(where)
@@ -73,6 +77,7 @@ class ScopedMemory:
         return await self.inner.query(query, k=k, ctx=ctx, where=where)
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Run the tenant check, then forward the items; a refused ``ctx`` writes nothing."""
         await self._guard(ctx)
         await self.inner.write(items, ctx=ctx)
 

@@ -73,6 +73,11 @@ class SequentialMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Walk the tiers in order, asking each only for the ``k`` still missing.
+
+        Stops at the first tier that completes the answer, so later (costlier) tiers run
+        only on a shortfall; failures follow ``on_error``.
+        """
         query = check_query(query)
         k = check_k(k)
         where = check_where(where)

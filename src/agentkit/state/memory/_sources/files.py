@@ -70,6 +70,10 @@ class FileMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Walk the files (under ``path_prefix`` if given); the ``k`` highest term-hit counts.
+
+        Unreadable files are skipped and observed rather than failing the whole walk.
+        """
         query = check_query(query)
         k = check_k(k)
         filters = check_where(where)

@@ -54,6 +54,10 @@ class JournalMemory(Generic[T]):
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """The ``k`` newest journal entries matching ``where`` whose text contains the query.
+
+        Newest first with score None: a journal orders by time, not relevance.
+        """
         query = check_query(query)
         k = check_k(k)
         filters = check_where(where)

@@ -115,6 +115,11 @@ class PerScopeMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Ask the source of ``ctx.scope`` alone, cut to ``k``.
+
+        An incomplete scope is refused; a tenant ``exists`` denies gets ``[]`` and no
+        source is built for it, so reads never create tenants.
+        """
         query = check_query(query)
         k = check_k(k)
         where = check_where(where)
@@ -125,6 +130,11 @@ class PerScopeMemory:
         return list(await source.query(query, k=k, ctx=ctx, where=where))[:k]
 
     async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
+        """Write to the source of ``ctx.scope``, building it on first use.
+
+        The source is built even for an empty batch, so a tenant's first write marks it as
+        known; an incomplete scope is refused before anything is built.
+        """
         batch = check_items(items)
         ctx = check_ctx(ctx)
         source = await self.source_for(ctx.scope)

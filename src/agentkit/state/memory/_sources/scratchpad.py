@@ -44,6 +44,7 @@ class ScratchpadMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Entries whose key or value contains the query, in insertion order, at most ``k``."""
         query = check_query(query)
         k = check_k(k)
         filters = check_where(where)

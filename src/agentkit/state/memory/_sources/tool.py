@@ -54,6 +54,15 @@ class ToolMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Invoke the tool with the query, ``limit=k`` and the ``where`` keys; parse its answer.
+
+        The parsed items are restamped with this source's name and cut to ``k``, in case the
+        tool ignored ``limit``.
+
+        Raises:
+            InvalidArgumentType: The parser returned something other than a list of
+                MemoryItem.
+        """
         query = check_query(query)
         k = check_k(k)
         filters = check_where(where)
