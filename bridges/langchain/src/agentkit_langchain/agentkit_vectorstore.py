@@ -83,6 +83,11 @@ class LangChainEmbedder:
         return f"LangChainEmbedder({self.embeddings!r}, dim={self.dim})"
 
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed documents through ``aembed_documents``, as unit vectors of width ``dim``.
+
+        Rows are normalised so cosine scores match agentkit's own embedders; a wrong shape or
+        a NaN from the model is a StoreError rather than a silently corrupt index.
+        """
         rows = await self.embeddings.aembed_documents(list(texts))
         return self._unit(rows, len(texts))
 
@@ -186,14 +191,22 @@ class AgentkitVectorStore(VectorStore):
 
     @property
     def store(self) -> VectorPort:
+        """The agentkit store every call goes to, shared by all ``bind`` views."""
         return self._store
 
     @property
     def scope(self) -> Scope:
+        """The tenant this view reads and writes; change it with ``bind``, never in place."""
         return self._scope
 
     @property
     def embeddings(self) -> Embeddings | None:
+        """The store's embedder as LangChain ``Embeddings`` (``None`` if it has none).
+
+        A wrapped LangChain model is handed back as itself; an agentkit embedder is wrapped
+        in ``AgentkitEmbeddings``, so LangChain code that reads this attribute gets the
+        same vectors the store holds.
+        """
         embedder = getattr(self._store, "embedder", None)
         if isinstance(embedder, LangChainEmbedder):
             return embedder.embeddings
@@ -211,6 +224,7 @@ class AgentkitVectorStore(VectorStore):
         run_sync(self.aclose)
 
     async def aclose(self) -> None:
+        """Async ``close``: only a store this object opened is closed."""
         close = getattr(self._store, "close", None)
         if self._owned and close is not None:
             await close()
@@ -242,6 +256,9 @@ class AgentkitVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> AgentkitVectorStore:
+        """Async ``from_texts``: the embedding width is probed with an awaited call, so
+        the event loop is never blocked on the model.
+        """
         if (
             embedding is not None
             and not isinstance(embedding, AgentkitEmbeddings)
@@ -261,6 +278,7 @@ class AgentkitVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
+        """Sync ``aadd_texts``; same upsert-by-id rules and keywords."""
         docs = _documents(texts, metadatas)
         return self._sync(lambda: self.aadd_documents(docs, ids=ids, **kwargs))
 
@@ -272,9 +290,14 @@ class AgentkitVectorStore(VectorStore):
         ids: list[str] | None = None,
         **kwargs: Any,
     ) -> list[str]:
+        """Upsert ``texts`` (with ``metadatas``) into this scope; returns their ids.
+
+        Same rules as ``aadd_documents``: a known id replaces its record in place.
+        """
         return await self.aadd_documents(_documents(texts, metadatas), ids=ids, **kwargs)
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Sync ``aadd_documents``; same upsert-by-id rules and keywords."""
         return self._sync(lambda: self.aadd_documents(documents, **kwargs))
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
@@ -299,6 +322,7 @@ class AgentkitVectorStore(VectorStore):
         return ids
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Sync ``adelete``: ``ids=None`` is refused rather than emptying the scope."""
         return self._sync(lambda: self.adelete(ids, **kwargs))
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -319,6 +343,7 @@ class AgentkitVectorStore(VectorStore):
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Sync ``aget_by_ids``: stored documents of this scope among ``ids``, in order."""
         return self._sync(lambda: self.aget_by_ids(ids))
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -335,14 +360,21 @@ class AgentkitVectorStore(VectorStore):
     # -- searches ----------------------------------------------------------------------
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        """The ``k`` nearest documents in this scope, best first.
+
+        ``filter`` is a dict of metadata equalities (a list value means any of); any other
+        keyword is refused instead of ignored, so a typo cannot widen a search.
+        """
         return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
 
     async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        """Async ``similarity_search``: same scope, ``filter`` and refusal of unknown keywords."""
         return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:
+        """Sync ``asimilarity_search_with_score``: documents with cosine scores, best first."""
         return self._sync(lambda: self.asimilarity_search_with_score(query, k, **kwargs))
 
     async def asimilarity_search_with_score(
@@ -362,11 +394,17 @@ class AgentkitVectorStore(VectorStore):
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, **kwargs: Any
     ) -> list[Document]:
+        """Sync ``asimilarity_search_by_vector``: nearest to a vector you embedded yourself."""
         return self._sync(lambda: self.asimilarity_search_by_vector(embedding, k, **kwargs))
 
     async def asimilarity_search_by_vector(
         self, embedding: list[float], k: int = 4, **kwargs: Any
     ) -> list[Document]:
+        """The ``k`` documents of this scope nearest to ``embedding``.
+
+        The vector must come from the store's embedder; a store without vector search
+        raises NotImplementedError rather than pretending.
+        """
         where = _filter(kwargs, "similarity_search_by_vector")
         hits = await self._by_vector(embedding, check_k(k), where)
         return [_document(c) for _, c in hits]
@@ -382,6 +420,7 @@ class AgentkitVectorStore(VectorStore):
         lambda_mult: float = 0.5,
         **kwargs: Any,
     ) -> list[Document]:
+        """Sync ``amax_marginal_relevance_search``: relevant yet varied results."""
         return self._sync(
             lambda: self.amax_marginal_relevance_search(query, k, fetch_k, lambda_mult, **kwargs)
         )
@@ -394,6 +433,11 @@ class AgentkitVectorStore(VectorStore):
         lambda_mult: float = 0.5,
         **kwargs: Any,
     ) -> list[Document]:
+        """Embed ``query`` with the store's embedder, then MMR over the ``fetch_k`` nearest.
+
+        The query uses the embedder's query path, so asymmetric models rank as they would
+        in a plain similarity search.
+        """
         vector = await self._embed_query(check_query(query))
         return await self.amax_marginal_relevance_search_by_vector(
             vector.tolist(), k, fetch_k, lambda_mult, **kwargs
@@ -407,6 +451,7 @@ class AgentkitVectorStore(VectorStore):
         lambda_mult: float = 0.5,
         **kwargs: Any,
     ) -> list[Document]:
+        """Sync ``amax_marginal_relevance_search_by_vector``."""
         return self._sync(
             lambda: self.amax_marginal_relevance_search_by_vector(
                 embedding, k, fetch_k, lambda_mult, **kwargs

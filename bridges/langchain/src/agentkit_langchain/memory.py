@@ -104,6 +104,12 @@ class LangChainMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Ask the retriever with ``k`` and ``where`` pushed down, then re-check every document.
+
+        Documents stamped for another tenant, or failing ``where``, are dropped and the
+        retriever is asked for more until ``k`` are kept or it runs out; a nested
+        ``AgentkitRetriever`` receives the caller's ``ctx`` unchanged.
+        """
         query = check_query(query)
         k = check_k(k)
         where = check_where(where) or None

@@ -136,6 +136,13 @@ class LangChainVectorPort:
     # --- VectorPort ---
 
     async def upsert(self, chunks: Sequence[Chunk], *, scope: Scope) -> None:
+        """Write ``chunks`` into ``scope``'s bucket, replacing records with the same id.
+
+        Each record is stamped with its scope and gets a per-tenant store id; when a
+        batch repeats an id, its last chunk wins. If the caller gives up midway, the
+        touched records are put back as they were. A scoped write to a store without a
+        filter dialect is refused before anything is written.
+        """
         batch = _check_chunks(chunks)
         scope = check_scope(scope)
         if not batch:
@@ -171,6 +178,12 @@ class LangChainVectorPort:
         scope: Scope,
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
+        """The ``k`` most relevant chunks of ``scope``, best first, filtered by ``where``.
+
+        Scope and ``where`` go down in the store's filter dialect and every hit is checked
+        again here, widening the fetch when that leaves fewer than ``k``, so another
+        tenant's record never surfaces even if the store's own filter is loose.
+        """
         query = check_query(query)
         k = check_k(k)
         wanted = check_where(where) or None
