@@ -93,6 +93,11 @@ class LlamaIndexEmbedder:
         return f"LlamaIndexEmbedder({self.model_name!r}, dim={self.dim})"
 
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed documents through ``aget_text_embedding_batch``, as unit vectors of width ``dim``.
+
+        Rows are normalised so cosine scores match agentkit's own embedders; an empty batch
+        never calls the model.
+        """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._unit(await self.embed_model.aget_text_embedding_batch(list(texts)))
@@ -199,6 +204,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serialises this store under."""
         return "AgentkitVectorStore"
 
     def __repr__(self) -> str:
@@ -213,6 +219,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
 
     @property
     def scope(self) -> Scope:
+        """The tenant this view reads and writes; change it with ``bind``, never in place."""
         return self._scope
 
     @property
@@ -232,6 +239,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         run_sync(self.aclose)
 
     async def aclose(self) -> None:
+        """Async ``close``: only a store this object opened is closed."""
         close = getattr(self._store, "close", None)
         if self._owned and close is not None:
             await close()
@@ -239,6 +247,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
     # -- writes ------------------------------------------------------------------------
 
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """Sync ``async_add``: upsert the nodes into this scope by node id."""
         return _sync(lambda: self.async_add(nodes, **kwargs))
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
@@ -249,6 +258,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         return [c.id for c in chunks]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Sync ``adelete``: every node of ``ref_doc_id`` in this scope, none elsewhere."""
         _sync(lambda: self.adelete(ref_doc_id, **delete_kwargs))
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
@@ -263,6 +273,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         filters: MetadataFilters | None = None,
         **delete_kwargs: Any,
     ) -> None:
+        """Sync ``adelete_nodes``: neither ``node_ids`` nor ``filters`` is refused, never "all"."""
         _sync(lambda: self.adelete_nodes(node_ids, filters, **delete_kwargs))
 
     async def adelete_nodes(
@@ -287,6 +298,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
             await self._store.delete(wanted, scope=self._scope)
 
     def clear(self) -> None:
+        """Sync ``aclear``: empties this scope only; other tenants keep their records."""
         _sync(self.aclear)
 
     async def aclear(self) -> None:
@@ -303,6 +315,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         node_ids: list[str] | None = None,
         filters: MetadataFilters | None = None,
     ) -> list[BaseNode]:
+        """Sync ``aget_nodes``: this scope's nodes by id and/or filter."""
         return _sync(lambda: self.aget_nodes(node_ids, filters))
 
     async def aget_nodes(
@@ -314,6 +327,11 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         return [_node(c) for c in await self._matching(node_ids, filters)]
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Sync ``aquery``: default, text_search, sparse and hybrid modes, within this scope.
+
+        Filters, ``node_ids`` and ``doc_ids`` are pushed down where the store can and checked
+        again on every hit, so a result never misses a filter and never leaves the scope.
+        """
         return _sync(lambda: self.aquery(query, **kwargs))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:

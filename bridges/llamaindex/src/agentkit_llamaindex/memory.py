@@ -334,6 +334,12 @@ class LlamaIndexMemory:
         ctx: Ctx,
         where: dict[str, Any] | None = None,
     ) -> list[MemoryItem]:
+        """Retrieve with ``k`` and ``where`` pushed down, then re-check and cut to ``k``.
+
+        Nodes stamped for another tenant or failing ``where`` are dropped, and the retriever
+        is asked again wider until ``k`` are kept or it runs out; a nested
+        ``AgentkitRetriever`` gets the caller's ``ctx``.
+        """
         query = check_query(query)
         k = check_k(k)
         where = check_where(where) or None

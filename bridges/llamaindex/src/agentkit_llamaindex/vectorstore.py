@@ -239,6 +239,7 @@ class LlamaIndexVectorPort:
 
     @property
     def vector_store(self) -> BasePydanticVectorStore:
+        """The LlamaIndex vector store under the wrapped index, which holds the stamped records."""
         return self.index.vector_store
 
     @property
@@ -403,6 +404,13 @@ class LlamaIndexVectorPort:
         scope: Scope,
         where: Mapping[str, Any] | None = None,
     ) -> list[tuple[float, Chunk]]:
+        """The ``k`` most relevant chunks of ``scope``, best first, filtered by ``where``.
+
+        Scope and ``where`` are pushed down as metadata filters where the store takes them,
+        and every hit is checked again here. A scoped search on a store that pushed the
+        scope filter yet returns another tenant's record raises StoreError: such a store
+        cannot keep tenants apart, so it is refused rather than filtered after the fact.
+        """
         query = check_query(query)
         k = check_k(k)
         wanted = check_where(where)
