@@ -11,6 +11,7 @@ from agentkit.kernel.errors import (
     PathEscapeError,
     ScopeViolation,
     StoreError,
+    SyncCallOnLoopThread,
 )
 from agentkit.kernel.messages import Message
 from agentkit.kernel.threads import CommitGate, finish_or_undo, run_gated
@@ -30,6 +31,7 @@ __all__ = [
     "Scope",
     "ScopeViolation",
     "StoreError",
+    "SyncCallOnLoopThread",
     "Timeline",
     "finish_or_undo",
     "run_gated",
