@@ -146,8 +146,16 @@ def in_scope(metadata: Mapping[str, Any], scope: Scope) -> bool:
     """Whether a stored record belongs to ``scope``'s bucket.
 
     No stamp (or a legacy ``""`` stamp) is the unscoped bucket; a stamp of any other
-    type than str is nobody's, so a malformed record never leaks into a tenant.
+    type than str is nobody's, so a malformed record never leaks into a tenant. A
+    record marked scoped (``SCOPED_KEY``) is never the unscoped bucket's, even with its
+    scope keys lost: that is what the stores' own filter says, and the re-check must
+    never let through what the filter keeps out.
     """
+    if is_unscoped(scope):
+        if metadata.get(SCOPED_KEY) == SCOPED_VALUE:
+            return False
+    elif ORG_KEY not in metadata or DOMAIN_KEY not in metadata:
+        return False  # a tenant's record carries both keys; half a stamp is nobody's
     return _stamp_value(metadata, ORG_KEY) == (scope.org_id or "") and _stamp_value(
         metadata, DOMAIN_KEY
     ) == (scope.domain_id or "")
