@@ -16,6 +16,7 @@ from agentkit.interop._dialects import (
     scope_conditions,
     where_conditions,
 )
+from agentkit.interop._exact import SPACES, chroma_space, nearest
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._scores import usable_score
@@ -47,17 +48,20 @@ __all__ = [
     "RERANK_KEY",
     "SCOPED_KEY",
     "SCOPED_VALUE",
+    "SPACES",
     "STAMP_KEYS",
     "Condition",
     "Dialect",
     "Seen",
     "blocking_pool",
+    "chroma_space",
     "chunk_id_of",
     "conditions",
     "dialect_for",
     "in_scope",
     "is_unscoped",
     "merge_filter",
+    "nearest",
     "record_stamps",
     "refuse_unfiltered",
     "reranked_items",

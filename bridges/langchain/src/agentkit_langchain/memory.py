@@ -24,7 +24,6 @@ from agentkit.interop import (
     dialect_for,
     in_scope,
     merge_filter,
-    run_blocking,
     where_conditions,
     widen,
 )
@@ -34,6 +33,7 @@ from agentkit.kernel.validate import check_ctx, check_k, check_query, check_wher
 from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
+from agentkit_langchain._chroma import exact_search
 from agentkit_langchain.mapping import from_document
 
 # FAISS' own default number of candidates it filters; never ask a post-filtering
@@ -131,11 +131,11 @@ class LangChainMemory:
         async def fetch(n: int) -> list[MemoryItem | None]:
             docs = await self._invoke(plan.at(n), query)
             if len(docs) < n and plan.exact is not None:
-                # An approximate store's short answer (Chroma): rank among exactly the
-                # records its filter matches, when there are more than it returned.
-                target = await plan.exact(n, len(docs))
-                if target is not None:
-                    docs = await self._invoke(target, query)
+                # An approximate store's short answer (Chroma), filtered or not: when
+                # more records match than came back, rank those records exactly.
+                exact = await plan.exact(query, n, len(docs))
+                if exact is not None:
+                    docs = exact
             # None marks a dropped document, so widen still sees how many came back.
             return [self._item(doc, scope, where) for doc in docs]
 
@@ -189,7 +189,7 @@ class _Plan:
     at: Callable[[int], Any]
     first: int
     total: int | None = None
-    exact: Callable[[int, int], Awaitable[Any]] | None = None
+    exact: Callable[[str, int, int], Awaitable[list[Document] | None]] | None = None
 
 
 def _plan(retriever: Any, k: int, where: dict[str, Any] | None) -> _Plan | None:
@@ -251,24 +251,19 @@ def _vector_plan(
         return retriever.model_copy(update={"search_kwargs": kwargs})
 
     exact = None
-    if dialect is not None and dialect.approximate and store_filter is not None:
-        if retriever.search_type == "similarity":
-            exact = functools.partial(_exact, retriever, at, store_filter)
+    plain = retriever.search_type == "similarity" and set(own) <= {"k", "filter"}
+    if dialect is not None and dialect.approximate and plain:
+        # Only a plain top-n: a threshold, MMR or store-specific argument (Chroma's
+        # where_document) is not something an exact ranking here could reproduce.
+        exact = functools.partial(_exact, retriever.vectorstore, store_filter)
     return _Plan(at, first, total, exact)
 
 
-async def _exact(
-    retriever: VectorStoreRetriever, at: Callable[[int], Any], where: Any, n: int, got: int
-) -> Any:
-    """``at(n)`` restricted to the ids ``where`` matches (by an exact metadata read),
-    or None when the store's answer already held all of them."""
-    store: Any = retriever.vectorstore
-    ids = list((await run_blocking(functools.partial(store.get, where=where, include=[])))["ids"])
-    if len(ids) <= got:
-        return None
-    target = at(n)
-    kwargs = {key: value for key, value in target.search_kwargs.items() if key != "filter"}
-    return target.model_copy(update={"search_kwargs": {**kwargs, "ids": ids}})
+async def _exact(store: Any, where: Any, query: str, n: int, got: int) -> list[Document] | None:
+    """The store's top ``n`` for ``where``, ranked exactly, or None when its short answer
+    of ``got`` documents already held every match (see ``agentkit_langchain._chroma``)."""
+    found = await exact_search(store, query, n, where, got)
+    return None if found is None else [doc for doc, _ in found]
 
 
 def _is_sync_only(retriever: Any) -> bool:

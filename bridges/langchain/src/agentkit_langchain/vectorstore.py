@@ -40,6 +40,7 @@ from agentkit.kernel.threads import finish_or_undo
 from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
 from agentkit.vector._forgetting import check_forget_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
+from agentkit_langchain._chroma import exact_search, relevance
 from agentkit_langchain.mapping import check_unreserved
 
 FilterStyle = str | Dialect | Callable[[dict[str, Any]], Any]
@@ -203,12 +204,12 @@ class LangChainVectorPort:
             # A store without tenants' records needs no scope filter, and filtering
             # costs Chroma, local Qdrant and InMemoryVectorStore a scan: ask without it
             # first, and with it only when tenants' records crowd this answer.
-            fetch, first, total = self._fetcher(scored, where_conditions(wanted) or [], k)
+            fetch, first, total = self._fetcher(query, scored, where_conditions(wanted) or [], k)
             batch = await fetch(first)
             kept = [hit for hit in batch if keep(hit)]
             if len(kept) >= k or _exhausted(first, batch, total):
                 return self._chunks(kept[:k])
-        fetch, first, total = self._fetcher(scored, conds, k)
+        fetch, first, total = self._fetcher(query, scored, conds, k)
         learned = None
         if total is not None:  # a post-filtering store: start where this bucket last ended
             learned = (scope.org_id, scope.domain_id, tuple(sorted(wanted or ())))
@@ -245,14 +246,14 @@ class LangChainVectorPort:
     # --- helpers ---
 
     def _fetcher(
-        self, scored: _Scored, conds: list[Condition], k: int
+        self, query: str, scored: _Scored, conds: list[Condition], k: int
     ) -> tuple[Callable[[int], Awaitable[list[_Hit]]], int, int | None]:
         """``fetch(n)`` for ``conds`` in the store's dialect, its first ``n``, and the
         store's size when a short answer does not mean "no more" (FAISS' fetch_k)."""
         dialect = self.dialect
         native = dialect.build(conds) if dialect is not None and conds else None
         post_filter = dialect is not None and dialect.fetch_k and native is not None
-        approximate = dialect is not None and dialect.approximate and native is not None
+        approximate = dialect is not None and dialect.approximate
         total = None
         first = k
         if post_filter:
@@ -268,7 +269,7 @@ class LangChainVectorPort:
                     kwargs["fetch_k"] = n
             found = await scored(n, kwargs)
             if len(found) < n and approximate:
-                found = await self._exact(scored, n, kwargs, native, found)
+                found = await self._exact(query, n, native, found)
             return [(float(score), doc, self._own_metadata(doc)) for doc, score in found]
 
         return fetch, first, total
@@ -356,25 +357,17 @@ class LangChainVectorPort:
         return relevant
 
     async def _exact(
-        self,
-        scored: _Scored,
-        n: int,
-        kwargs: dict[str, Any],
-        native: Any,
-        found: list[tuple[Document, float]],
+        self, query: str, n: int, native: Any, found: list[tuple[Document, float]]
     ) -> list[tuple[Document, float]]:
-        """A short answer from an approximate store (Chroma), made exact: the records
-        the filter matches, read by metadata alone, then ranked among just those ids."""
-        got = await run_blocking(
-            functools.partial(self.vectorstore.get, where=native, include=[])  # type: ignore[attr-defined]
-        )
-        ids = list(got["ids"])
-        if len(ids) <= len(found):
+        """A short answer from an approximate store (Chroma), filtered or not, made exact
+        when more records match than came back (``agentkit_langchain._chroma``), scored
+        as the store's own search scores them."""
+        store = self.vectorstore
+        exact = await exact_search(store, query, n, native, len(found))
+        if exact is None:
             return found  # the answer was complete
-        # The ids alone: Chroma's filtered walk is what under-returned (ids + where
-        # is walked the same way); these ids are exactly the filter's matches.
-        exact = {key: value for key, value in kwargs.items() if key != "filter"}
-        return await scored(n, {**exact, "ids": ids})
+        score = self._relevance or relevance(store)
+        return [(doc, score(distance)) for doc, distance in exact]
 
     async def _snapshot(self, ids: list[str]) -> list[Document] | None:
         """The records ``ids`` name now, as they were written, or None when the store
