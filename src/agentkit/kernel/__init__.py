@@ -12,6 +12,7 @@ from agentkit.kernel.errors import (
     ScopeViolation,
     StoreError,
     SyncCallOnLoopThread,
+    UnsupportedOperation,
 )
 from agentkit.kernel.messages import Message
 from agentkit.kernel.threads import CommitGate, finish_or_undo, run_gated
@@ -33,6 +34,7 @@ __all__ = [
     "StoreError",
     "SyncCallOnLoopThread",
     "Timeline",
+    "UnsupportedOperation",
     "finish_or_undo",
     "run_gated",
 ]

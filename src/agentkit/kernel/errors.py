@@ -35,6 +35,14 @@ class StoreError(AgentkitError, RuntimeError):
     """A durable store could not be opened or used (missing file, bad schema)."""
 
 
+class UnsupportedOperation(StoreError, NotImplementedError):
+    """The store behind a call does not offer the operation (a port without ``scan``).
+
+    Also a NotImplementedError, because that is how LangChain's and LlamaIndex's base
+    classes say "this store cannot do that", and callers of those interfaces catch it.
+    """
+
+
 class SyncCallOnLoopThread(AgentkitError, RuntimeError):
     """A sync entry point was called on the event loop thread it would wait for."""
 

@@ -26,7 +26,12 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from agentkit.interop import run_sync
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.errors import (
+    InvalidArgument,
+    InvalidArgumentType,
+    StoreError,
+    UnsupportedOperation,
+)
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector import HashingEmbedder
 from agentkit.vector.port import Chunk, Embedder, VectorPort
@@ -348,9 +353,9 @@ class AgentkitVectorStore(VectorStore):
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The stored documents among ``ids``, in the order asked; missing ids skipped."""
-        get = getattr(self._store, "get", None)
-        if get is None:
-            raise NotImplementedError(f"{type(self._store).__name__} has no get(ids, scope=)")
+        get = _offered(
+            self._store, "get", "get_by_ids", "search with similarity_search instead"
+        )
         wanted = check_ids(ids)
         if not wanted:
             return []
@@ -402,8 +407,9 @@ class AgentkitVectorStore(VectorStore):
     ) -> list[Document]:
         """The ``k`` documents of this scope nearest to ``embedding``.
 
-        The vector must come from the store's embedder; a store without vector search
-        raises NotImplementedError rather than pretending.
+        The vector must come from the store's embedder; a store without
+        ``search_by_vector`` raises UnsupportedOperation (a NotImplementedError, as
+        LangChain's base class raises) rather than pretending.
         """
         where = _filter(kwargs, "similarity_search_by_vector")
         hits = await self._by_vector(embedding, check_k(k), where)
@@ -438,6 +444,7 @@ class AgentkitVectorStore(VectorStore):
         The query uses the embedder's query path, so asymmetric models rank as they would
         in a plain similarity search.
         """
+        self._vector_search()  # a port that cannot is named before anything is embedded
         vector = await self._embed_query(check_query(query))
         return await self.amax_marginal_relevance_search_by_vector(
             vector.tolist(), k, fetch_k, lambda_mult, **kwargs
@@ -517,13 +524,28 @@ class AgentkitVectorStore(VectorStore):
         k: int,
         where: dict[str, Any] | None,
     ) -> _Scored:
-        search = getattr(self._store, "search_by_vector", None)
-        if search is None:
-            raise NotImplementedError(
-                f"{type(self._store).__name__} cannot search by vector (no search_by_vector)"
-            )
-        hits: _Scored = await search(vector, k=k, scope=self._scope, where=where)
+        hits: _Scored = await self._vector_search()(vector, k=k, scope=self._scope, where=where)
         return hits
+
+    def _vector_search(self) -> Any:
+        return _offered(
+            self._store,
+            "search_by_vector",
+            "searches by vector (similarity_search_by_vector, max_marginal_relevance_search)",
+            "search by text with similarity_search, which the store embeds itself",
+        )
+
+
+def _offered(store: VectorPort, method: str, needed_by: str, instead: str) -> Any:
+    """``store.method``, or UnsupportedOperation naming the store, the method and what to
+    use instead: a ``VectorPort`` need only upsert, search and delete."""
+    found = getattr(store, method, None)
+    if found is None:
+        raise UnsupportedOperation(
+            f"{type(store).__name__} has no {method}(), which AgentkitVectorStore {needed_by} "
+            f"needs; {instead}"
+        )
+    return found
 
 
 def _embedder_for(embedding: Embeddings | None, dim: int | None) -> Embedder:

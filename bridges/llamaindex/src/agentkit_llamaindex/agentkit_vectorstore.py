@@ -35,7 +35,12 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 
 from agentkit.interop import run_sync
 from agentkit.kernel.ctx import Ctx, Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.errors import (
+    InvalidArgument,
+    InvalidArgumentType,
+    StoreError,
+    UnsupportedOperation,
+)
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope
 from agentkit.state.memory import CompositeMemory, MemoryItem, rrf_rerank
 from agentkit.vector.port import Chunk, Embedder, VectorPort
@@ -303,9 +308,9 @@ class AgentkitVectorStore(BasePydanticVectorStore):
 
     async def aclear(self) -> None:
         """Every record of this scope; other scopes are untouched."""
-        delete_scope = getattr(self._store, "delete_scope", None)
-        if delete_scope is None:
-            raise NotImplementedError(f"{type(self._store).__name__} has no delete_scope")
+        delete_scope = _offered(
+            self._store, "delete_scope", "clear", "delete_nodes(node_ids=...) removes by id"
+        )
         await delete_scope(scope=self._scope)
 
     # -- reads -------------------------------------------------------------------------
@@ -392,12 +397,11 @@ class AgentkitVectorStore(BasePydanticVectorStore):
                 return lambda n, where: by_vector(vector, k=n, scope=scope, where=where)
             return lambda n, where: store.search(text, k=n, scope=scope, where=where)
         if query.query_embedding is not None:
-            if by_vector is None:
-                raise NotImplementedError(
-                    f"{type(store).__name__} cannot search by vector; send query_str"
-                )
+            given = _offered(
+                store, "search_by_vector", "query by query_embedding", "send query_str"
+            )
             vector = np.asarray(query.query_embedding, dtype=np.float32)
-            return lambda n, where: by_vector(vector, k=n, scope=scope, where=where)
+            return lambda n, where: given(vector, k=n, scope=scope, where=where)
         raise InvalidArgument("a query needs query_str or query_embedding")
 
     def _lexical(self, query: VectorStoreQuery) -> _Search:
@@ -435,15 +439,21 @@ class AgentkitVectorStore(BasePydanticVectorStore):
     ) -> list[Chunk]:
         passes = predicate(filters)
         if node_ids is not None:
-            get = getattr(self._store, "get", None)
-            if get is None:
-                raise NotImplementedError(f"{type(self._store).__name__} has no get(ids)")
+            get = _offered(
+                self._store,
+                "get",
+                "get_nodes(node_ids=...)",
+                "query with VectorStoreQuery(node_ids=...) instead",
+            )
             wanted = check_ids(node_ids)
             found: list[Chunk] = await get(wanted, scope=self._scope) if wanted else []
             return [c for c in found if passes(c.metadata)]
-        scan = getattr(self._store, "scan", None)
-        if scan is None:
-            raise NotImplementedError(f"{type(self._store).__name__} has no scan")
+        scan = _offered(
+            self._store,
+            "scan",
+            "get_nodes without node_ids (and delete_nodes by filters)",
+            "pass node_ids, or query with MetadataFilters",
+        )
         out: list[Chunk] = []
         after: str | None = None
         where = pushdown(filters) or None
@@ -455,14 +465,26 @@ class AgentkitVectorStore(BasePydanticVectorStore):
             after = page[-1].id
 
     async def _forget(self, where: dict[str, Any]) -> None:
-        delete_where = getattr(self._store, "delete_where", None)
-        if delete_where is None:
-            raise NotImplementedError(f"{type(self._store).__name__} has no delete_where")
+        delete_where = _offered(
+            self._store, "delete_where", "delete(ref_doc_id)", "delete_nodes(node_ids=...)"
+        )
         await delete_where(where, scope=self._scope)
 
 
 def _sync(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     return run_sync(make)
+
+
+def _offered(store: VectorPort, method: str, needed_by: str, instead: str) -> Any:
+    """``store.method``, or UnsupportedOperation naming the store, the method and what to
+    use instead: a ``VectorPort`` need only upsert, search and delete."""
+    found = getattr(store, method, None)
+    if found is None:
+        raise UnsupportedOperation(
+            f"{type(store).__name__} has no {method}(), which AgentkitVectorStore {needed_by} "
+            f"needs; {instead}"
+        )
+    return found
 
 
 def _default_path(path: str | Path | None) -> str | Path:
