@@ -34,6 +34,7 @@ from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._forgetting import check_forget_where
 from agentkit.vector.port import Chunk, check_chunks, matches_where
+from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import (
     pushdown,
     store_can_filter,
@@ -207,6 +208,7 @@ class LlamaIndexVectorPort:
         self._uuid_ids = store_needs_uuid_ids(store) if uuid_ids is None else bool(uuid_ids)
         self._distances = _returns_distances(store)
         self._no_nul = store_refuses_nul(store)
+        self._approximate = is_chroma(store)
         self._lock = ReadWriteLock()  # a search never sees a half-done replace
 
     @classmethod
@@ -513,6 +515,13 @@ class LlamaIndexVectorPort:
                 if _missing_collection(store):
                     return []
                 raise
+            got = len(result.ids or result.nodes or [])
+            if got < n and self._approximate:
+                # Chroma's HNSW can answer short while more match (identical vectors),
+                # filtered or not: then the matches are ranked exactly.
+                exact = exact_query(store, embedded[0], n, filters, got)
+                if exact is not None:
+                    result = exact
             return self._hits(result)
 
     # -- forgetting (agentkit.vector.ForgettingPort, minus scan) --------------------
