@@ -13,13 +13,13 @@ from typing import Any
 
 import chromadb
 import pytest
-from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
+from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexMemory, LlamaIndexVectorPort
 from llama_index.core import VectorStoreIndex
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 from llama_index.vector_stores.chroma import ChromaVectorStore
 from pydantic import Field
 
-from agentkit.kernel import Scope
+from agentkit.kernel import Ctx, Scope
 from agentkit.vector import Chunk, HashingEmbedder
 
 pytestmark = pytest.mark.filterwarnings(
@@ -127,3 +127,24 @@ async def test_a_short_answer_that_holds_every_match_is_kept() -> None:
     assert [c.id for _, c in await port.search(QUERY, k=5, scope=Scope())] == [
         c.id for _, c in hits
     ]
+
+
+@pytest.mark.parametrize("space", ["l2", "cosine"])
+async def test_memory_over_a_chroma_index_gets_the_exact_top_k_when_chroma_answers_short(
+    space: str,
+) -> None:
+    port, store = _port(space)
+    await port.upsert([Chunk(rid, t) for rid, t in TEXTS.items()], scope=Scope())
+    await port.upsert([Chunk(f"e{i}", QUERY) for i in range(30)], scope=Scope("evil", "d"))
+    mem = LlamaIndexMemory(port.index)
+    items = await mem.query(QUERY, k=8, ctx=Ctx(Scope("acme", "d")))
+    oracle = _oracle(TEXTS, space)
+    assert [oracle[i.id or ""] for i in items] == pytest.approx(
+        sorted(oracle.values())[:8], abs=1e-5
+    )
+    assert [i.score for i in items] == pytest.approx(
+        [math.exp(-oracle[i.id or ""]) for i in items], abs=1e-5
+    )
+    assert [i.content for i in items] == [TEXTS[i.id or ""] for i in items]
+    # evil's 30 exact matches rank first and are dropped: the widening went on past them.
+    assert store.asked == [8, 16, 32, 64]

@@ -12,7 +12,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.constants import DEFAULT_SIMILARITY_TOP_K
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, ObjectType, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from agentkit import interop
@@ -23,9 +23,11 @@ from agentkit.kernel.validate import check_ctx, check_k, check_query, check_wher
 from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
+from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, pushdown, query_bundle
 from agentkit_llamaindex.mapping import from_node
 from agentkit_llamaindex.retriever import AgentkitRetriever
+from agentkit_llamaindex.vectorstore import _index_embed_model
 
 __all__ = ["LlamaIndexMemory"]
 
@@ -42,6 +44,10 @@ _RETRIEVER_KEYWORDS = (
 
 # A per-call retriever asking for ``n`` results (None: nothing can match).
 _Make = Callable[[int], BaseRetriever | None]
+# A short answer of ``got`` nodes, ranked exactly for ``n`` (None: it was complete).
+_Exact = Callable[[QueryBundle, int, int], list[NodeWithScore] | None]
+# VectorIndexRetriever settings that leave its search a plain top-n.
+_PLAIN_KEYWORDS = frozenset({"embed_model", "verbose", "callback_manager"})
 
 
 def _native_async(retriever: BaseRetriever) -> bool:
@@ -101,12 +107,45 @@ class _IndexSpec:
 
     def plan(self, where: dict[str, Any] | None) -> tuple[_Make, bool]:
         """Rebuilt per query rather than copied: the index may have grown since."""
+        filters, complete = self._filters(where)
+        return (lambda n: self.build(n, filters)), complete
+
+    def exact(self, where: dict[str, Any] | None) -> _Exact | None:
+        """On Chroma (approximate), how to rank a short answer's matches exactly.
+
+        None for other stores, and when the retriever is asked for more than a plain
+        top-n (node or doc ids, a query mode, store kwargs): an exact ranking here
+        would not reproduce what the store does with those.
+        """
+        store = self.index.vector_store
+        plain = self.node_ids is None and self.doc_ids is None
+        if not is_chroma(store) or not plain or set(self.kwargs) - _PLAIN_KEYWORDS:
+            return None
+        filters, _ = self._filters(where)
+        model = self.kwargs.get("embed_model") or _index_embed_model(self.index)
+        docstore = self.index.docstore
+
+        def ranked(bundle: QueryBundle, n: int, got: int) -> list[NodeWithScore] | None:
+            vector = bundle.embedding or model.get_agg_embedding_from_queries(
+                bundle.embedding_strs
+            )
+            result = exact_query(store, vector, n, filters, got)
+            if result is None:
+                return None
+            return [
+                NodeWithScore(node=_stored(docstore, node), score=score)
+                for node, score in zip(result.nodes or [], result.similarities or [], strict=True)
+            ]
+
+        return ranked
+
+    def _filters(self, where: dict[str, Any] | None) -> tuple[MetadataFilters | None, bool]:
         pushed = pushdown(self.index.vector_store, None, where)
         filters, complete = self.filters, not where
         if pushed is not None:  # (an empty any-of never gets here)
             filters, merged = merge_filters(self.filters, pushed.filters)
             complete = pushed.complete and merged
-        return (lambda n: self.build(n, filters)), complete
+        return filters, complete
 
     def allowed(self) -> Callable[[NodeWithScore], bool] | None:
         """The ``node_ids``/``doc_ids`` restriction, as a re-check.
@@ -126,6 +165,15 @@ class _IndexSpec:
             return docs is None or node.ref_doc_id in docs
 
         return allowed
+
+
+def _stored(docstore: Any, node: BaseNode) -> BaseNode:
+    """A non-text node (an IndexNode) as the docstore holds it, as VectorIndexRetriever
+    swaps it in; a text node, or one the docstore lacks, as the store returned it."""
+    if node.as_related_node_info().node_type == ObjectType.TEXT:
+        return node
+    found: BaseNode | None = docstore.get_node(node.node_id, raise_error=False)
+    return found if found is not None else node
 
 
 def _bm25_plan(r: Any, where: dict[str, Any] | None) -> _Make:
@@ -362,11 +410,20 @@ class LlamaIndexMemory:
         if make is None:  # k cannot be set: one ask as configured, cut to k
             return _cut(self._items(await self._retrieve(r, bundle), scope), keep, k)
 
+        exact = self._index.exact(where) if self._index is not None else None
+
         async def fetch(n: int) -> list[MemoryItem | None]:
             call = make(n)
             if call is None:
                 return []
-            return self._items(await self._retrieve(call, bundle), scope)
+            nodes = await self._retrieve(call, bundle)
+            if len(nodes) < n and exact is not None:
+                # Chroma's HNSW can answer short while more match (identical vectors):
+                # then the matches are ranked exactly, so widening does not stop early.
+                ranked = await run_blocking(exact, bundle, n, len(nodes))
+                if ranked is not None:
+                    nodes = ranked
+            return self._items(nodes, scope)
 
         return _cut(await interop.widen(fetch, keep, k, first=first), keep, k)
 
