@@ -28,7 +28,7 @@ import chromadb
 import faiss
 import pytest
 from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
-from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
+from agentkit_llamaindex import AgentkitEmbedding, AgentkitVectorStore, LlamaIndexVectorPort
 from langchain_chroma import Chroma
 from langchain_community.docstore.in_memory import InMemoryDocstore
 from langchain_community.vectorstores import FAISS
@@ -779,3 +779,67 @@ async def test_a_store_that_cannot_filter_refuses_scoped_use_before_writing() ->
         hits = await built.port.search("onboarding notes", k=3, scope=UNSCOPED)
         assert [(c.id, c.text) for _, c in hits] == [(mine, "shared onboarding notes")]
         _assert_scores(hits)
+
+
+async def test_scan_pages_one_bucket_by_id(pair: Pair) -> None:
+    """``scan`` lists what ``search`` would find in the scope, in id order, page by page."""
+    scope, port = _home(pair), pair.port
+    await port.upsert(
+        [
+            Chunk("b", "scan record bravo", {"kind": "faq", "n": 2}),
+            Chunk("c", "scan record charlie", {"kind": "policy", "n": 3}),
+            Chunk("a", "scan record alpha", {"kind": "faq", "n": 1}),
+        ],
+        scope=scope,
+    )
+    page = await port.scan(scope=scope)
+    assert [(c.id, c.text, dict(c.metadata)) for c in page] == [
+        ("a", "scan record alpha", {"kind": "faq", "n": 1}),
+        ("b", "scan record bravo", {"kind": "faq", "n": 2}),
+        ("c", "scan record charlie", {"kind": "policy", "n": 3}),
+    ]
+    hits = await port.search("scan record", k=10, scope=scope)
+    assert sorted(_ids(hits)) == [c.id for c in page]
+    assert [c.id for c in await port.scan(scope=scope, limit=2)] == ["a", "b"]
+    assert [c.id for c in await port.scan(scope=scope, after="b", limit=2)] == ["c"]
+    assert await port.scan(scope=scope, after="c") == []
+    assert [c.id for c in await port.scan(scope=scope, where={"kind": "faq"})] == ["a", "b"]
+    assert [c.id for c in await port.scan(scope=scope, where={"n": [1, 3]})] == ["a", "c"]
+    assert await port.scan(scope=scope, where={"kind": []}) == []
+
+    # The LlamaIndex AgentkitVectorStore lists nodes through any port's scan.
+    nodes = await AgentkitVectorStore(port, scope=scope).aget_nodes()
+    assert [(n.node_id, n.get_content()) for n in nodes] == [
+        ("a", "scan record alpha"), ("b", "scan record bravo"), ("c", "scan record charlie")
+    ]
+
+
+async def test_scan_never_lists_another_bucket(scoped_pair: Pair) -> None:
+    port = scoped_pair.port
+    mine, theirs = scoped_pair.user_ids
+    key = scoped_pair.source_key
+    scoped_pair.write_plain(theirs, "a user's own travel rules", {key: "docs/travel.md"})
+    scoped_pair.write_plain(mine, "a user's own onboarding notes", {key: "docs/onboarding.md"})
+    await port.upsert([Chunk("1", "acme plan"), Chunk("2", "acme budget")], scope=ACME)
+    await port.upsert([Chunk("1", "globex plan")], scope=GLOBEX)
+    await port.upsert([Chunk("1", "half scope plan")], scope=Scope("acme"))
+    assert scoped_pair.count() == 6
+
+    async def listed(scope: Scope) -> list[tuple[str, str]]:
+        page = await port.scan(scope=scope)
+        for chunk in page:
+            assert not [k for k in chunk.metadata if k.startswith(RESERVED)]
+        searched = await port.search("plan budget rules notes", k=10, scope=scope)
+        assert sorted(_ids(searched)) == [c.id for c in page], "scan and search disagree"
+        return [(c.id, c.text) for c in page]
+
+    assert await listed(ACME) == [("1", "acme plan"), ("2", "acme budget")]
+    assert await listed(GLOBEX) == [("1", "globex plan")]
+    assert await listed(Scope("acme")) == [("1", "half scope plan")]
+    assert await listed(Scope("nobody", "here")) == []
+    assert await listed(UNSCOPED) == sorted(
+        [(mine, "a user's own onboarding notes"), (theirs, "a user's own travel rules")]
+    )
+    [own] = await port.scan(scope=UNSCOPED, where={key: "docs/travel.md"})
+    assert (own.id, dict(own.metadata)) == (theirs, {key: "docs/travel.md"})
+    assert await port.scan(scope=ACME, after="1", limit=1) == [Chunk("2", "acme budget")]

@@ -35,10 +35,10 @@ from agentkit.interop import (
     widen,
 )
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import InvalidArgumentType, StoreError
+from agentkit.kernel.errors import InvalidArgumentType, StoreError, UnsupportedOperation
 from agentkit.kernel.threads import finish_or_undo
 from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
-from agentkit.vector._forgetting import check_forget_where
+from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_langchain._chroma import exact_search, relevance
 from agentkit_langchain.mapping import check_unreserved
@@ -440,7 +440,7 @@ class LangChainVectorPort:
 
         return restore
 
-    # --- forgetting (agentkit.vector.ForgettingPort, minus scan) ---
+    # --- forgetting and listing (agentkit.vector.ForgettingPort) ---
 
     async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
         """Remove the scope's records whose own metadata matches ``where``; how many.
@@ -466,27 +466,125 @@ class LangChainVectorPort:
         removed = await self._delete_records(wanted)
         return len(wanted) if removed is None else removed
 
+    async def scan(
+        self,
+        *,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+        after: str | None = None,
+        limit: int = SCAN_LIMIT,
+    ) -> list[Chunk]:
+        """A page of the scope's chunks by ascending chunk id, ids above ``after`` only.
+
+        The same bucket ``search`` sees (the tenancy codec's ``in_scope`` on every
+        record, ``where`` on the record's own metadata), listed exactly where the store
+        can list: LangChain's InMemoryVectorStore, Chroma, Qdrant and FAISS. Store ids
+        are not chunk ids (tenants' ids are encoded or hashed), so each page lists the
+        scope's records and sorts them; UnsupportedOperation for other stores.
+        """
+        flt, cursor, size = check_scan(where, after, limit)
+        scope = check_scope(scope)
+        self._refuse_unfiltered(scope)
+        conds = where_conditions(flt)
+        if conds is None:
+            return []  # an empty any-of matches nothing
+        if not is_unscoped(scope):
+            conds = [*scope_conditions(scope), *conds]  # the unscoped bucket: re-check only
+        native = self.dialect.build(conds) if self.dialect is not None and conds else None
+        page: list[Chunk] = []
+        for doc in await _records(self.vectorstore, self.dialect, native, "scan"):
+            own = self._own_metadata(doc)
+            if not in_scope(doc.metadata, scope) or not matches_where(own, flt):
+                continue
+            chunk = self._chunk(doc, own)
+            if cursor is None or chunk.id > cursor:
+                page.append(chunk)
+        page.sort(key=lambda c: c.id)
+        return page[:size]
+
 
 async def _listed(store: VectorStore) -> list[tuple[str, dict[str, Any]]]:
-    """Every record of ``store`` as (store id, metadata), read exactly, or StoreError.
+    """Every record of ``store`` as (store id, metadata), read exactly (``_records``)."""
+    docs = await _records(store, None, None, "delete by where or scope")
+    return [(cast(str, doc.id), dict(doc.metadata)) for doc in docs]
 
-    LangChain's VectorStore has no way to list records; LangChain's InMemoryVectorStore
-    (its dict) and Chroma (``get``) do.
+
+async def _records(
+    store: VectorStore, dialect: Dialect | None, native: Any, op: str
+) -> list[Document]:
+    """Every record of ``store`` (id, text, metadata as stored), read exactly.
+
+    LangChain's VectorStore has no way to list records; these stores do: LangChain's
+    InMemoryVectorStore (its dict), Chroma (``get``), Qdrant (``scroll``) and FAISS
+    (its id map and docstore). ``native``, built by ``dialect``, narrows the read on
+    Chroma and Qdrant; callers re-check every record anyway. Other stores get
+    UnsupportedOperation naming ``op``.
     """
+    name = dialect.name if dialect is not None else None
     if isinstance(store, InMemoryVectorStore):
-        return [(rid, dict(rec.get("metadata") or {})) for rid, rec in list(store.store.items())]
-    getter = getattr(store, "get", None)
-    if type(store).__name__ == "Chroma" and callable(getter):
-        result = await run_blocking(functools.partial(getter, include=["metadatas"]))
         return [
-            (rid, dict(meta or {}))
-            for rid, meta in zip(result["ids"], result["metadatas"], strict=False)
+            Document(id=rid, page_content=str(rec.get("text") or ""),
+                     metadata=dict(rec.get("metadata") or {}))
+            for rid, rec in list(store.store.items())
         ]
-    raise StoreError(
-        f"LangChainVectorPort cannot delete by where or scope on {type(store).__name__}: "
-        "LangChain offers no way to list a store's records (supported: InMemoryVectorStore, "
-        "Chroma); delete by ids works"
+    kind = type(store).__name__
+    getter = getattr(store, "get", None)
+    if kind == "Chroma" and callable(getter):
+        kwargs: dict[str, Any] = {"include": ["documents", "metadatas"]}
+        if name == "chroma" and native is not None:
+            kwargs["where"] = native
+        result = await run_blocking(functools.partial(getter, **kwargs))
+        return [
+            Document(id=rid, page_content=text or "", metadata=dict(meta or {}))
+            for rid, text, meta in zip(
+                result["ids"], result["documents"], result["metadatas"], strict=False
+            )
+        ]
+    if kind == "QdrantVectorStore" and hasattr(store, "collection_name"):
+        flt = native if name == "qdrant" else None
+        return await run_blocking(_qdrant_records, store, flt)
+    if kind == "FAISS" and hasattr(store, "index_to_docstore_id"):
+        return await run_blocking(_faiss_records, store)
+    raise UnsupportedOperation(
+        f"LangChainVectorPort cannot {op} on {kind}: LangChain offers no way to list a "
+        "store's records (supported: InMemoryVectorStore, Chroma, QdrantVectorStore, "
+        "FAISS); search, and delete by ids, work"
     )
+
+
+def _qdrant_records(store: Any, flt: Any) -> list[Document]:
+    """Every point of langchain-qdrant's collection, paged with ``scroll``."""
+    client, name = store.client, store.collection_name
+    if not client.collection_exists(name):
+        return []
+    out: list[Document] = []
+    offset: Any = None
+    while True:
+        points, offset = client.scroll(
+            name, scroll_filter=flt, limit=1000, offset=offset, with_payload=True,
+            with_vectors=False,
+        )
+        for point in points:
+            payload = point.payload or {}
+            out.append(
+                Document(
+                    id=str(point.id),
+                    page_content=str(payload.get(store.content_payload_key) or ""),
+                    metadata=dict(payload.get(store.metadata_payload_key) or {}),
+                )
+            )
+        if offset is None:
+            return out
+
+
+def _faiss_records(store: Any) -> list[Document]:
+    """FAISS' mapped rows, read from its docstore (``search`` by id)."""
+    out: list[Document] = []
+    for rid in list(dict.fromkeys(store.index_to_docstore_id.values())):
+        doc = store.docstore.search(rid)
+        if isinstance(doc, Document):
+            out.append(Document(id=rid, page_content=doc.page_content, metadata=dict(doc.metadata)))
+    return out
 
 
 async def _chroma_get(store: Any, ids: list[str]) -> list[Document]:

@@ -29,10 +29,15 @@ from llama_index.core.vector_stores.types import (
 from agentkit import interop
 from agentkit.interop import run_blocking
 from agentkit.kernel import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.errors import (
+    InvalidArgument,
+    InvalidArgumentType,
+    StoreError,
+    UnsupportedOperation,
+)
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
-from agentkit.vector._forgetting import check_forget_where
+from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import (
@@ -524,7 +529,7 @@ class LlamaIndexVectorPort:
                     result = exact
             return self._hits(result)
 
-    # -- forgetting (agentkit.vector.ForgettingPort, minus scan) --------------------
+    # -- forgetting and listing (agentkit.vector.ForgettingPort) ---------------------
 
     async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
         """Remove the scope's records matching ``where``; how many went.
@@ -558,6 +563,44 @@ class LlamaIndexVectorPort:
         await run_gated(lambda gate: run_blocking(self._delete_locked, record_ids, gate))
         return len(record_ids)
 
+    async def scan(
+        self,
+        *,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+        after: str | None = None,
+        limit: int = SCAN_LIMIT,
+    ) -> list[Chunk]:
+        """A page of the scope's chunks by ascending chunk id, ids above ``after`` only.
+
+        The same bucket ``search`` sees: the store lists candidates as for
+        ``delete_where`` (``get_nodes`` with the pushed-down filters, or the index's own
+        map for stores without text) and each is re-checked with the tenancy codec and
+        ``where``. Store ids are not chunk ids, so each page lists the scope's records
+        and sorts them. UnsupportedOperation when the store cannot list its records.
+        """
+        flt, cursor, size = check_scan(where, after, limit)
+        scope = self._check_scope(scope)
+
+        def listed() -> list[BaseNode]:
+            with self._lock.read():
+                return self._listed(scope, flt)
+
+        page: list[Chunk] = []
+        for node in await run_blocking(listed):
+            meta = node.metadata
+            if not interop.in_scope(meta, scope):
+                continue
+            own = interop.strip_stamps(meta)
+            if not matches_where(own, flt):
+                continue
+            chunk_id = interop.chunk_id_of(node.node_id, meta) or node.node_id
+            if cursor is None or chunk_id > cursor:
+                text = node.get_content(metadata_mode=MetadataMode.NONE)
+                page.append(Chunk(chunk_id, text, own))
+        page.sort(key=lambda c: c.id)
+        return page[:size]
+
     def _listed(self, scope: Scope, where: dict[str, Any] | None) -> list[BaseNode]:
         store = self.vector_store
         if not store.stores_text:
@@ -570,9 +613,10 @@ class LlamaIndexVectorPort:
         try:
             return list(store.get_nodes(None, filters=plan.filters))
         except NotImplementedError as exc:
-            raise StoreError(
+            raise UnsupportedOperation(
                 f"{type(store).__name__} cannot list its records (no get_nodes), so "
-                "LlamaIndexVectorPort cannot delete by where or scope; delete by ids works"
+                "LlamaIndexVectorPort cannot scan or delete by where or scope; search and "
+                "delete by ids work"
             ) from exc
         except Exception:
             if _missing_collection(store):
