@@ -53,6 +53,9 @@ class LangChainMemory:
     dropped. When the re-check leaves fewer than ``k`` (a filter the store could not
     take, FAISS filtering only its top ``fetch_k``), the retriever is asked again for
     more, until ``k`` items or no more: a matching document ranked lower comes back.
+    Chroma's index is approximate and may answer short while more match (many
+    identical vectors); then the matching records are ranked exactly instead, so a
+    short answer is never taken for "no more" (``agentkit_langchain._chroma``).
     A retriever knows nothing of tenants, so its documents are shared, except
     documents stamped with a tenant by LangChainVectorPort: those reach only that
     tenant. A wrapped ``AgentkitRetriever`` gets the caller's ``ctx`` itself.
