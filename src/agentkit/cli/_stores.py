@@ -40,7 +40,7 @@ def is_postgres(store: str) -> bool:
 
 
 _MAGIC = b"SQLite format 3\x00"
-_TABLES = {"meta", "chunks", "chunks_fts"}
+_TABLES = {"meta", "chunks"}
 
 
 def inspect_store(path: Path, *, create: bool) -> tuple[str, int] | None:

@@ -18,7 +18,21 @@ from pathlib import Path
 from agentkit.kernel.errors import StoreError
 from agentkit.vector.port import Embedder
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+
+# Version 1 kept an FTS5 mirror of ``chunks`` by triggers. Lexical search moved to the
+# tantivy indexes beside the file, so version 2 drops the mirror: it doubled the cost
+# of every write and nothing read it. A version-1 file is upgraded when opened for
+# writing (one transaction) and read as it is when opened read-only.
+_UPGRADES: dict[str, str] = {
+    "1": """
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS chunks_au;
+DROP TABLE IF EXISTS chunks_fts;
+""",
+}
+READABLE_VERSIONS = frozenset({SCHEMA_VERSION, *_UPGRADES})
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,19 +46,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     vector BLOB NOT NULL,
     UNIQUE (org, domain, id)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    text, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF text ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
-    INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
-END;
 CREATE TABLE IF NOT EXISTS generations (
     org TEXT NOT NULL,
     domain TEXT NOT NULL,
@@ -97,17 +98,20 @@ def embedder_name(embedder: object) -> str:
 def check_meta(
     conn: sqlite3.Connection, path: Path, embedder: Embedder | None, *, record: bool = True
 ) -> None:
-    """Refuse a file of another schema version or another embedder's vectors; when
-``record``, write this version, the embedder's dim and name, and the store id."""
+    """Refuse a file of an unknown schema version or another embedder's vectors; when
+``record``, upgrade an older file, then write this version, the embedder's dim and
+name, and the store id (the caller's write transaction holds all of it)."""
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     version = meta.get("schema_version")
     if not record and version is None:
         raise StoreError(f"{str(path)!r} is not an agentkit store (no schema version)")
-    if version is not None and version != SCHEMA_VERSION:
+    if version is not None and version not in READABLE_VERSIONS:
         raise StoreError(
             f"store {str(path)!r} has schema version {version}; "
-            f"this agentkit reads version {SCHEMA_VERSION}"
+            f"this agentkit reads versions {', '.join(sorted(READABLE_VERSIONS))}"
         )
+    if record and version is not None and version != SCHEMA_VERSION:
+        _upgrade(conn, version)
     updates = {"schema_version": SCHEMA_VERSION}
     # Names this file to the lexical indexes beside it, so an index built for
     # another file that once had this name is never trusted.
@@ -133,6 +137,14 @@ def check_meta(
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+
+def _upgrade(conn: sqlite3.Connection, version: str) -> None:
+    """Bring an older file to SCHEMA_VERSION inside the caller's write transaction."""
+    while version != SCHEMA_VERSION:
+        for statement in split_sql(_UPGRADES[version]):
+            conn.execute(statement)
+        version = str(int(version) + 1)
 
 
 def store_id(conn: sqlite3.Connection) -> str | None:

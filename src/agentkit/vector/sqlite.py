@@ -26,8 +26,8 @@ Lexical search: BM25 in tantivy, one index per scope in ``<file>.lexical/`` (see
 _lexical_index), so a tenant's word statistics come from its own documents only. The
 rows stay the truth: each index records the scope generation it reflects, writes apply
 to it right after their commit, and a read whose snapshot is newer rebuilds the scope
-from its rows. (The FTS5 table the triggers keep is no longer read for ranking; it stays
-so files remain readable by earlier versions.)
+from its rows. (Files of schema version 1 also kept an FTS5 mirror by triggers; opening
+one for writing drops it, see _sqlite_schema.)
 
 Tenant isolation: every statement filters on the scope columns, and lexical statistics
 are per scope.
@@ -75,7 +75,7 @@ from agentkit.vector._sqlite_schema import (
 )
 from agentkit.vector._sqlite_schema import embedder_name as embedder_name
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
-from agentkit.vector.stats import ScopeStats, StoreStats, scope_of
+from agentkit.vector.stats import ScopeStats, StoreStats, bytes_under, scope_of
 
 _T = TypeVar("_T")
 _MAX_WINDOW = 1 << 30
@@ -430,17 +430,14 @@ class SQLiteVectorStore:
         return await self._read(bucket, _scan, bucket, flt, cursor, size)
 
     async def stats(self) -> StoreStats:
-        """Per scope: records, documents, last write; plus embedder and bytes on disk.
+        """Per scope: records, documents, last write; plus embedder and bytes on disk
+        (the file, its WAL and shared-memory files, and the lexical indexes beside it).
 
         Reads only, so it works on a store opened ``read_only``.
         """
         embedder, dim, scopes = await self._read(None, _stats)
-        size = 0
-        for suffix in ("", "-wal"):
-            try:
-                size += self.path.with_name(self.path.name + suffix).stat().st_size
-            except FileNotFoundError:
-                continue
+        files = [self.path.with_name(self.path.name + s) for s in ("", "-wal", "-shm")]
+        size = await asyncio.to_thread(bytes_under, [*files, self._lexical_root()])
         return StoreStats(
             kind="sqlite",
             location=str(self.path),
@@ -577,7 +574,7 @@ class SQLiteVectorStore:
             conn.execute("PRAGMA query_only = ON")
             conn.execute("PRAGMA busy_timeout = 30000")
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-            if not {"meta", "chunks", "chunks_fts"} <= tables:
+            if not {"meta", "chunks"} <= tables:
                 raise StoreError(f"{str(path)!r} is not an agentkit store")
             check_meta(conn, self.path, self.embedder, record=False)
         except sqlite3.DatabaseError as exc:
@@ -708,8 +705,9 @@ class SQLiteVectorStore:
         """Delete the ids ``pick`` chooses (None: the whole scope) in one transaction.
 
         ``pick`` runs inside the write transaction, so what it chose is exactly what
-        goes. The FTS rows go with them (trigger), and the generation the triggers bump
-        makes every other connection's cache reload the scope. Returns rows removed.
+        goes. The lexical index drops them right after the commit, and the generation
+        the triggers bump makes every other connection's cache and index catch up.
+        Returns rows removed.
         """
         db = self._db()
         with self._begin(db, bucket):
