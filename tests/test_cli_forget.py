@@ -179,10 +179,14 @@ def test_stats_reports_each_scope_and_the_store(folder: Path) -> None:
     started = time.time()
     doc = stats(folder)
     db = folder / "m.db"
-    wal = folder / "m.db-wal"
     assert doc["kind"] == "sqlite" and doc["store"] == "m.db"
     assert "HashingEmbedder" in doc["embedder"] and doc["dim"] == 256
-    assert doc["bytes_on_disk"] == db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    # The size counts the file and the lexical indexes beside it, plus the -wal/-shm
+    # side files, which exist only while a connection (the command's own) holds the
+    # file: their size then is not observable from here (test_sqlite_stats_size is exact).
+    lexical = sum(p.stat().st_size for p in (folder / "m.db.lexical").rglob("*") if p.is_file())
+    assert lexical > 0
+    assert 0 <= doc["bytes_on_disk"] - (db.stat().st_size + lexical) <= 1 << 20
     scopes = per_scope(doc)
     n_acme = len(chunk_rows(db, "acme"))
     assert scopes == {"acme/support": (4, n_acme), "globex/support": (4, n_acme)}

@@ -2,9 +2,10 @@
 
 Per scope: documents (what ingest read: chunks sharing corpus/path/doc_id metadata),
 chunks (stored records), and the last write or delete. For the store: the embedder its
-vectors came from, and the size on disk (the SQLite file and its WAL; the PostgreSQL
-table with its indexes). The store is opened read-only and checked first, so pointing
-this at the wrong file names it and changes nothing.
+vectors came from, and the size on disk (the SQLite file, its WAL and shared-memory
+files and its lexical indexes folder; the PostgreSQL table with its indexes). The
+store is opened read-only and checked first, so pointing this at the wrong file names
+it and changes nothing.
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ compute this key in their own query language and it must agree with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentkit.kernel.ctx import Scope
@@ -48,8 +50,9 @@ class ScopeStats:
 class StoreStats:
     """The whole store: where it is, who wrote its vectors, its size, its scopes.
 
-    ``bytes_on_disk`` is the file plus its WAL for SQLite and the table with its
-    indexes for PostgreSQL; None for a store that keeps nothing on disk.
+    ``bytes_on_disk`` is everything the store keeps on disk: for SQLite the file, its
+    ``-wal`` and ``-shm`` and the lexical indexes in ``<file>.lexical/``; for
+    PostgreSQL the table with its indexes; None for a store that keeps nothing on disk.
     """
 
     kind: str
@@ -63,3 +66,26 @@ class StoreStats:
 def scope_of(org: str, domain: str) -> Scope:
     """The Scope a store's ('', '')-for-unset bucket columns stand for."""
     return Scope(org or None, domain or None)
+
+
+def bytes_under(paths: Iterable[Path]) -> int:
+    """Total size of ``paths``: files as they are, folders with everything inside.
+
+    A path that is missing, or vanishes while it is walked (a WAL checkpointed away,
+    an index segment merged), counts as nothing rather than failing the report.
+    """
+    total = 0
+    for path in paths:
+        try:
+            if not path.is_dir():
+                total += path.stat().st_size
+                continue
+        except OSError:
+            continue
+        for root, _, files in os.walk(path):
+            for name in files:
+                try:
+                    total += os.stat(os.path.join(root, name), follow_symlinks=False).st_size
+                except OSError:
+                    continue
+    return total
