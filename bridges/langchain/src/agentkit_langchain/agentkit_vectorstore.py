@@ -22,7 +22,6 @@ import numpy.typing as npt
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
-from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from agentkit.interop import run_sync
 from agentkit.kernel.ctx import Scope
@@ -34,6 +33,7 @@ from agentkit.kernel.errors import (
 )
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector import HashingEmbedder
+from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
 from agentkit.vector.port import Chunk, Embedder, VectorPort
 from agentkit_langchain.embeddings import AgentkitEmbeddings
 
@@ -475,27 +475,17 @@ class AgentkitVectorStore(VectorStore):
     ) -> list[Document]:
         """The ``fetch_k`` nearest, then ``k`` of them picked for relevance and variety.
 
-        The candidates' vectors are their texts embedded again by the store's embedder,
-        which is what the store holds for them (a store refuses a different embedder).
+        agentkit's one MMR (``agentkit.vector.mmr``, the rule LangChain's own
+        ``maximal_marginal_relevance`` follows): the candidates' vectors are their texts
+        embedded again by the store's embedder, which is what the store holds for them.
         """
         where = _filter(kwargs, "max_marginal_relevance_search")
         k = check_k(k)
         fetch_k = check_k(fetch_k)
-        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) or not (
-            0.0 <= lambda_mult <= 1.0
-        ):
-            raise InvalidArgument(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        lambda_mult = check_lambda(lambda_mult)
         hits = await self._by_vector(embedding, max(k, fetch_k), where)
-        if not hits:
-            return []
-        vectors = await self._embedder().embed([c.text for _, c in hits])
-        picked = maximal_marginal_relevance(
-            np.asarray(embedding, dtype=np.float32),
-            np.asarray(vectors, dtype=np.float32).tolist(),
-            lambda_mult=lambda_mult,
-            k=k,
-        )
-        return [_document(hits[i][1]) for i in picked]
+        picked = await mmr_select(hits, embedding, self._embedder(), k=k, lambda_mult=lambda_mult)
+        return [_document(c) for _, c in picked]
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -511,12 +501,7 @@ class AgentkitVectorStore(VectorStore):
         return embedder
 
     async def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
-        embedder = self._embedder()
-        if isinstance(embedder, LangChainEmbedder):
-            return await embedder.embed_query(query)
-        rows = np.asarray(await embedder.embed([query]), dtype=np.float32)
-        row: npt.NDArray[np.float32] = rows[0]
-        return row
+        return await query_vector(self._embedder(), query)
 
     async def _by_vector(
         self,

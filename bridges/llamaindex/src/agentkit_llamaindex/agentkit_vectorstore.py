@@ -12,6 +12,7 @@ The opposite direction, a LlamaIndex store under agentkit, is ``LlamaIndexVector
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from agentkit.kernel.errors import (
 )
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope
 from agentkit.state.memory import CompositeMemory, MemoryItem, rrf_rerank
+from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
 from agentkit.vector.port import Chunk, Embedder, VectorPort
 from agentkit_llamaindex._node_filters import predicate, pushdown
 from agentkit_llamaindex.embedding import AgentkitEmbedding
@@ -61,6 +63,9 @@ _RRF_CONSTANT = 60.0
 _Scored = list[tuple[float, Chunk]]
 _Search = Callable[[int, dict[str, Any] | None], Coroutine[Any, Any, _Scored]]
 _LEXICAL_MODES = (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE)
+# An MMR query picks from this many times similarity_top_k nearest (LlamaIndex's Chroma
+# and Postgres stores' default mmr_prefetch_factor).
+_MMR_PREFETCH_FACTOR = 4.0
 
 
 class LlamaIndexEmbedder:
@@ -151,8 +156,12 @@ class AgentkitVectorStore(BasePydanticVectorStore):
     ``MetadataFilters`` are honoured with LlamaIndex's operators and nesting: equality and
     ``in`` under AND are pushed down to the store, and every hit is re-checked, the
     fetch widening until ``similarity_top_k`` pass. Modes: default (cosine),
-    ``text_search``/``sparse`` (the store's word index) and ``hybrid`` (reciprocal rank
-    fusion of both lists, ``alpha`` weighting the dense one, default 0.5).
+    ``text_search``/``sparse`` (the store's word index), ``hybrid`` (reciprocal rank
+    fusion of both lists, ``alpha`` weighting the dense one, default 0.5) and ``mmr``
+    (agentkit's one maximal-marginal-relevance rule, shared with the LangChain store's
+    ``max_marginal_relevance_search``: ``mmr_threshold`` from the query or the
+    retriever's ``vector_store_kwargs`` weighs relevance against novelty, default 0.5,
+    over ``mmr_prefetch_k`` or ``mmr_prefetch_factor`` (default 4) times top-k nearest).
 
     Args:
         store: An agentkit store to wrap, which embeds with its own embedder; ``None``
@@ -332,7 +341,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         return [_node(c) for c in await self._matching(node_ids, filters)]
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """Sync ``aquery``: default, text_search, sparse and hybrid modes, within this scope.
+        """Sync ``aquery``: default, text_search, sparse, hybrid and mmr modes, in this scope.
 
         Filters, ``node_ids`` and ``doc_ids`` are pushed down where the store can and checked
         again on every hit, so a result never misses a filter and never leaves the scope.
@@ -354,10 +363,12 @@ class AgentkitVectorStore(BasePydanticVectorStore):
             hits = await _widened(self._lexical(query), k, where, keep)
         elif mode == VectorStoreQueryMode.HYBRID:
             hits = await self._hybrid(query, k, where, keep)
+        elif mode == VectorStoreQueryMode.MMR:
+            hits = await self._mmr(query, k, where, keep, kwargs)
         else:
             raise InvalidArgument(
                 f"AgentkitVectorStore does not answer {mode.value!r} queries; use default, "
-                "text_search, sparse or hybrid"
+                "text_search, sparse, hybrid or mmr"
             )
         return VectorStoreQueryResult(
             nodes=[_node(c) for _, c in hits],
@@ -434,6 +445,31 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         text = check_query(query.query_str)
         return await _fused_by_rrf(text, dense_hits, word_hits, float(alpha), k, self._scope)
 
+    async def _mmr(
+        self,
+        query: VectorStoreQuery,
+        k: int,
+        where: dict[str, Any] | None,
+        keep: Callable[[Chunk], bool],
+        kwargs: Mapping[str, Any],
+    ) -> _Scored:
+        """The prefetched nearest (filters applied), then ``k`` picked by MMR."""
+        threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
+        lambda_mult = check_lambda(0.5 if threshold is None else threshold, "mmr_threshold")
+        fetch_k = _prefetch(k, kwargs)
+        embedder = getattr(self._store, "embedder", None)
+        if not isinstance(embedder, Embedder):
+            raise UnsupportedOperation(
+                f"{type(self._store).__name__} has no agentkit embedder, which AgentkitVectorStore "
+                "mmr queries need to compare candidates; use the default mode"
+            )
+        candidates = await _widened(await self._dense(query), fetch_k, where, keep)
+        if query.query_str is not None:
+            vector = await query_vector(embedder, check_query(query.query_str))
+        else:
+            vector = np.asarray(query.query_embedding, dtype=np.float32)
+        return await mmr_select(candidates, vector, embedder, k=k, lambda_mult=lambda_mult)
+
     async def _matching(
         self, node_ids: list[str] | None, filters: MetadataFilters | None
     ) -> list[Chunk]:
@@ -469,6 +505,26 @@ class AgentkitVectorStore(BasePydanticVectorStore):
             self._store, "delete_where", "delete(ref_doc_id)", "delete_nodes(node_ids=...)"
         )
         await delete_where(where, scope=self._scope)
+
+
+def _prefetch(k: int, kwargs: Mapping[str, Any]) -> int:
+    """How many nearest an MMR query picks from: LlamaIndex's ``mmr_prefetch_k`` or
+    ``mmr_prefetch_factor`` (not both, as its Chroma store rules), never fewer than k."""
+    given_k, factor = kwargs.get("mmr_prefetch_k"), kwargs.get("mmr_prefetch_factor")
+    if given_k is not None and factor is not None:
+        raise InvalidArgument("mmr_prefetch_k and mmr_prefetch_factor cannot both be given")
+    if given_k is not None:
+        return max(k, check_k(given_k))
+    if factor is None:
+        factor = _MMR_PREFETCH_FACTOR
+    if (
+        isinstance(factor, bool)
+        or not isinstance(factor, (int, float))
+        or not math.isfinite(factor)
+        or factor < 1
+    ):
+        raise InvalidArgument(f"mmr_prefetch_factor must be a number >= 1, got {factor!r}")
+    return max(k, int(k * factor))
 
 
 def _sync(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
