@@ -209,11 +209,13 @@ class LexicalIndexes:
         """Bring the scope's index from ``before`` to ``after`` after our SQLite commit.
 
         Call inside ``writing(bucket)``, with the writing connection (out of its
-        transaction). ``removed=None`` means the whole scope went. An index not exactly
-        at ``before`` (never built, or it missed a change) is rebuilt from the rows
-        now, so readers anywhere, read-only ones included, find it current. A failure
-        here loses nothing: the sidecar no longer vouches for the index, so the next
-        read rebuilds.
+        transaction). ``removed`` are rowids whose documents go: rows deleted, and rows
+        rewritten in place (``added`` brings those back); ``None`` means the whole scope
+        went. A new row needs no delete: at ``before`` the index held no such rowid.
+        An index not exactly at ``before`` (never built, or it missed a change) is
+        rebuilt from the rows now, so readers anywhere, read-only ones included, find
+        it current. A failure here loses nothing: the sidecar no longer vouches for the
+        index, so the next read rebuilds.
         """
         if not self.writable or before == after:
             return
@@ -259,7 +261,6 @@ class LexicalIndexes:
                     for rowid in removed:
                         writer.delete_documents_by_term("rowid", rowid)
                 for rowid, text in added:
-                    writer.delete_documents_by_term("rowid", rowid)
                     writer.add_document(_document(rowid, text))
                 writer.commit()
             except BaseException:

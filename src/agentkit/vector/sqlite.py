@@ -82,6 +82,7 @@ _MAX_WINDOW = 1 << 30
 
 # Readers per store: enough that one slow query leaves room for the others.
 _READERS = 4
+_READER_MMAP = 1 << 30
 
 
 def _bucket(scope: object) -> tuple[str, str]:
@@ -90,8 +91,13 @@ def _bucket(scope: object) -> tuple[str, str]:
 
 
 def _encode_metadata(chunk: Chunk) -> str:
-    """JSON, checked key by key so the error names the culprit."""
+    """JSON; on failure checked key by key so the error names the culprit."""
     meta = chunk.metadata
+    if all(isinstance(key, str) for key in meta):
+        try:
+            return json.dumps(dict(meta), allow_nan=False, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            pass  # find and name the culprit below
     for key, value in meta.items():
         if not isinstance(key, str):
             raise InvalidArgument(
@@ -510,6 +516,9 @@ class SQLiteVectorStore:
             )
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA query_only = ON")
+            # A hit's text sits on overflow pages; mapped, reading it is a memory copy
+            # rather than a read() per page (address space only, not resident memory).
+            conn.execute(f"PRAGMA mmap_size = {_READER_MMAP}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open store {str(self.path)!r} for reading: {exc}") from exc
         with self._cache_lock:
@@ -627,9 +636,11 @@ class SQLiteVectorStore:
         done: list[tuple[int, str, str, npt.NDArray[np.float32]]] = []
         lexical = self._lex()
         with self._begin(db, bucket):
-            before, after = self._upsert_rows(db, bucket, writes, done, gate)
+            before, after, replaced = self._upsert_rows(db, bucket, writes, done, gate)
             texts = {cid: text for cid, text, _, _ in writes}
-            lexical.apply(bucket, before, after, [(d[0], texts[d[1]]) for d in done], [], db)
+            lexical.apply(
+                bucket, before, after, [(d[0], texts[d[1]]) for d in done], replaced, db
+            )
 
         def apply(index: _CachedScope) -> None:
             if done:
@@ -665,20 +676,29 @@ class SQLiteVectorStore:
         writes: list[tuple[str, str, str, npt.NDArray[np.float32]]],
         done: list[tuple[int, str, str, npt.NDArray[np.float32]]],
         gate: CommitGate | None,
-    ) -> tuple[int, int]:
-        """The upsert's transaction (begun by the caller); its generations before/after."""
+    ) -> tuple[int, int, list[int]]:
+        """The upsert's transaction (begun by the caller): its generations before/after,
+        and the rowids it rewrote (ids the scope held already keep their rowid).
+
+        One statement for all rows (executemany), then one lookup of the new rows'
+        rowids: per-row statements with RETURNING cost more than the writes themselves.
+        """
         try:
             before = scope_generation(db, bucket)
-            for cid, text, meta, vector in writes:
-                row = db.execute(
-                    "INSERT INTO chunks(org, domain, id, text, metadata, vector) "
-                    "VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT(org, domain, id) DO UPDATE SET text = excluded.text, "
-                    "metadata = excluded.metadata, vector = excluded.vector "
-                    "RETURNING rowid",
-                    (*bucket, cid, text, meta, vector.astype(np.float32).tobytes()),
-                ).fetchone()
-                done.append((int(row[0]), cid, meta, vector))
+            ids = [w[0] for w in writes]
+            held = _rowids(db, bucket, ids)
+            db.executemany(
+                "INSERT INTO chunks(org, domain, id, text, metadata, vector) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(org, domain, id) DO UPDATE SET text = excluded.text, "
+                "metadata = excluded.metadata, vector = excluded.vector",
+                [
+                    (*bucket, cid, text, meta, vector.astype(np.float32).tobytes())
+                    for cid, text, meta, vector in writes
+                ],
+            )
+            rowids = {**_rowids(db, bucket, [i for i in ids if i not in held]), **held}
+            done.extend((rowids[cid], cid, meta, vector) for cid, _, meta, vector in writes)
             touch(db, bucket)
             after = scope_generation(db, bucket)
             _commit_unless(db, gate)
@@ -689,7 +709,7 @@ class SQLiteVectorStore:
         except BaseException:
             _rollback(db)
             raise
-        return before, after
+        return before, after, list(held.values())
 
     def _delete_sync(
         self, bucket: tuple[str, str], ids: list[str], gate: CommitGate | None = None
@@ -961,6 +981,18 @@ def _texts(
         ):
             if ids.get(rowid) == cid:
                 out[rowid] = text
+    return out
+
+
+def _rowids(conn: sqlite3.Connection, bucket: tuple[str, str], ids: list[str]) -> dict[str, int]:
+    """Rowid by id, for those of ``ids`` the scope holds."""
+    out: dict[str, int] = {}
+    for part in _parts(ids):
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(
+            f"SELECT id, rowid FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
+            (*bucket, *part),
+        ).fetchall())
     return out
 
 
