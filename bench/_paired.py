@@ -2,19 +2,26 @@
 
 Rounds alternate which side goes first and run back to back, so drift and other load
 on a shared machine hit both sides alike; the verdict is the median of the per-round
-wall-time ratios. CPU time (all threads) is reported beside it: it is far less
-disturbed by other processes, but it does not see the time a sync call spends
-waiting for the background loop's thread to wake, which wall time does.
+wall-time ratios. Beside it: the middle half of those ratios (their spread), the ratio
+of each side's fastest round (what a quiet machine would show), and CPU time (all
+threads), far less disturbed by other processes but blind to the time a sync call
+spends waiting for the background loop's thread to be scheduled, which wall time sees.
+The 1-minute load average is printed with every result: on a shared machine it says
+more about a sync ratio than anything in the code does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -27,20 +34,33 @@ class Paired:
     base_cpu_us: float
     ratio: float  # median of per-round wall ratios: the verdict
     cpu_ratio: float
+    ratio_lo: float = float("nan")  # 25th percentile of per-round wall ratios
+    ratio_hi: float = float("nan")  # 75th percentile
+    best_ratio: float = float("nan")  # fastest round of ours / fastest round of base
 
 
 def _summary(ours: list[tuple[float, float]], base: list[tuple[float, float]]) -> Paired:
     def med(side: list[tuple[float, float]], i: int) -> float:
         return statistics.median(t[i] for t in side) * 1e6
 
+    ratios = [o[0] / b[0] for o, b in zip(ours, base, strict=True)]
+    quartiles = statistics.quantiles(ratios, n=4)
     return Paired(
         ours_us=med(ours, 0),
         base_us=med(base, 0),
         ours_cpu_us=med(ours, 1),
         base_cpu_us=med(base, 1),
-        ratio=statistics.median(o[0] / b[0] for o, b in zip(ours, base, strict=True)),
+        ratio=statistics.median(ratios),
         cpu_ratio=med(ours, 1) / med(base, 1),
+        ratio_lo=quartiles[0],
+        ratio_hi=quartiles[2],
+        best_ratio=min(o[0] for o in ours) / min(b[0] for b in base),
     )
+
+
+def load_average() -> float:
+    """The 1-minute load average (how many runnable threads compete for the CPUs)."""
+    return os.getloadavg()[0]
 
 
 def paired_sync(
@@ -130,6 +150,33 @@ def handoff_us(calls: int = 2000, rounds: int = 7) -> tuple[float, float]:
     )
 
 
+def _inline(make: Callable[[], Coroutine[Any, Any, Any]], **_: Any) -> Any:
+    coro = make()
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("the bench's memory suspended: it cannot be driven inline")
+
+
+@contextmanager
+def without_handoff(module: ModuleType) -> Iterator[None]:
+    """Diagnostic only: ``module``'s ``run_sync`` drives the coroutine inline instead.
+
+    The benches' in-process memories never suspend, so this measures everything a sync
+    call does except the loop handoff; the difference to the real call is the handoff
+    as it costs inside a call (the loop's thread has sat idle longer than in a tight
+    loop of bare handoffs, and waking it costs more).
+    """
+    real = module.run_sync
+    module.run_sync = _inline
+    try:
+        yield
+    finally:
+        module.run_sync = real
+
+
 def report(prefix: str, label: str, result: Paired, target: float) -> bool:
     """Print the human lines and the ``RESULT`` lines; return whether the target is met."""
     met = result.ratio <= target
@@ -140,9 +187,14 @@ def report(prefix: str, label: str, result: Paired, target: float) -> bool:
         f"  ratio    : {result.ratio:8.3f}x wall (target <= {target:.2f}x) "
         f"{'OK' if met else 'MISSED'}   {result.cpu_ratio:.3f}x cpu"
     )
+    print(
+        f"  spread   : {result.ratio_lo:.3f}x-{result.ratio_hi:.3f}x wall (middle half of rounds); "
+        f"fastest rounds {result.best_ratio:.3f}x; load average {load_average():.1f}"
+    )
     print(f"RESULT {prefix}_ours_us={result.ours_us:.2f}")
     print(f"RESULT {prefix}_base_us={result.base_us:.2f}")
     print(f"RESULT {prefix}_ratio={result.ratio:.4f}")
+    print(f"RESULT {prefix}_best_ratio={result.best_ratio:.4f}")
     print(f"RESULT {prefix}_cpu_ratio={result.cpu_ratio:.4f}")
     print(f"RESULT {prefix}_target_met={int(met)}")
     return met

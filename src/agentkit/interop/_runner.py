@@ -28,12 +28,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import inspect
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Coroutine
+from types import CoroutineType
 from typing import Any, Generic, TypeVar
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, SyncCallOnLoopThread
@@ -49,12 +49,14 @@ _SIGNAL_SLICE = 0.1
 
 
 class _State:
-    """The process's loop, its thread and the blocking pool; replaced whole after fork."""
+    """The process's loop, its thread's id and the blocking pool; replaced whole after fork."""
+
+    __slots__ = ("ident", "lock", "loop", "pool")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.thread: threading.Thread | None = None
+        self.ident: int | None = None
         self.pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
@@ -78,14 +80,19 @@ def _serve(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
     loop.run_forever()
 
 
-def _background() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
-    """The running background loop and its thread, started on first use."""
+def _background() -> tuple[asyncio.AbstractEventLoop, int | None]:
+    """The running background loop and its thread's id, started on first use.
+
+    ``is_running`` is the liveness check: it turns false when ``run_forever`` has
+    returned, which is the only way the loop's thread ends.
+    """
     state = _state
-    loop, thread = state.loop, state.thread
-    if loop is not None and thread is not None and thread.is_alive():
-        return loop, thread
+    loop = state.loop
+    if loop is not None and loop.is_running():
+        return loop, state.ident
     with state.lock:
-        if state.loop is None or state.thread is None or not state.thread.is_alive():
+        loop = state.loop
+        if loop is None or not loop.is_running():
             loop = asyncio.new_event_loop()
             started = threading.Event()
             thread = threading.Thread(
@@ -93,8 +100,8 @@ def _background() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
             )
             thread.start()
             started.wait()
-            state.loop, state.thread = loop, thread
-        return state.loop, state.thread
+            state.loop, state.ident = loop, thread.ident
+        return loop, state.ident
 
 
 class _Call(Generic[T]):
@@ -178,12 +185,15 @@ class _Call(Generic[T]):
         assert self.finished is not None
         self.finished.set()
 
-    def run(self, timeout: float | None) -> T:
+    def run(self, timeout: float | None, on_main: bool) -> T:
         """In the caller: submit, then block; an interrupt anywhere in here cancels."""
         settled = False
         try:
             self.loop.call_soon_threadsafe(self.start)
-            settled = self._wait(timeout)
+            if on_main:
+                settled = self._wait_on_main(timeout)
+            else:
+                settled = self.settled.acquire(timeout=-1 if timeout is None else timeout)
         finally:
             if not settled:
                 # Timed out, or interrupted (KeyboardInterrupt) while waiting.
@@ -198,17 +208,15 @@ class _Call(Generic[T]):
             raise error
         return self.result  # type: ignore[return-value]
 
-    def _wait(self, timeout: float | None) -> bool:
+    def _wait_on_main(self, timeout: float | None) -> bool:
         """Block until the task settles the call; ``False`` when ``timeout`` passed.
 
         CPython runs signal handlers between bytecodes: a Ctrl-C landing just before
         the thread blocks on a lock is only seen once the lock is released, i.e. when
-        the query is over. On the main thread, waiting in slices bounds that delay to
-        one slice.
+        the query is over. On the main thread (the only one signals reach), waiting
+        in slices bounds that delay to one slice.
         """
         settled = self.settled
-        if threading.current_thread() is not threading.main_thread():
-            return settled.acquire(timeout=-1 if timeout is None else timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         wait = _SIGNAL_SLICE
         while True:
@@ -261,17 +269,18 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]], *, timeout: float | Non
         InvalidArgumentType: ``make`` did not return a coroutine.
     """
     limit = _check_timeout(timeout)
-    loop, thread = _background()
-    if threading.get_ident() == thread.ident:
+    loop, loop_ident = _background()
+    caller = threading.get_ident()
+    if caller == loop_ident:
         raise SyncCallOnLoopThread(
             "a sync agentkit entry point was called on the interop event loop's own "
             "thread, where waiting would deadlock; await the async entry point instead"
         )
     coro = make()
-    if not inspect.iscoroutine(coro):
+    if not isinstance(coro, CoroutineType):
         raise InvalidArgumentType(f"make must return a coroutine, got {type(coro).__name__}")
     call: _Call[T] = _Call(coro, contextvars.copy_context(), loop)
-    return call.run(limit)
+    return call.run(limit, caller == threading.main_thread().ident)
 
 
 def blocking_pool() -> concurrent.futures.ThreadPoolExecutor:

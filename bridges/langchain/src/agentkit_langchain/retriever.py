@@ -25,6 +25,9 @@ from agentkit_langchain.mapping import to_documents
 # Per-call keyword arguments the base class passes through on its own.
 _IGNORED_KWARGS = frozenset({"verbose"})
 _CTX = "_agentkit_ctx"
+_ALLOWED_KWARGS = frozenset({"k", "where", "run_id"}) | _IGNORED_KWARGS
+# Scope is frozen: one shared unscoped value instead of a new one per call.
+_UNSCOPED = Scope()
 
 
 class AgentkitRetriever(BaseRetriever):
@@ -148,7 +151,7 @@ class AgentkitRetriever(BaseRetriever):
     def _tenant(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> Ctx | Scope:
         """Validate the call before any run starts; return its Ctx, or the Scope for one."""
         for name in kwargs:
-            if name not in ("k", "where", "run_id") and name not in _IGNORED_KWARGS:
+            if name not in _ALLOWED_KWARGS:
                 raise InvalidArgumentType(
                     f"AgentkitRetriever got an unexpected keyword argument {name!r}"
                 )
@@ -175,7 +178,7 @@ class AgentkitRetriever(BaseRetriever):
             return Scope(org, domain)
         if self.ctx is not None:
             return self.ctx
-        return self.scope if self.scope is not None else Scope()
+        return self.scope if self.scope is not None else _UNSCOPED
 
     # --- the run itself ---
 
@@ -244,7 +247,7 @@ class AgentkitRetriever(BaseRetriever):
         if given is None:
             if self.ctx is not None:
                 return self.ctx
-            given = self.scope if self.scope is not None else Scope()
+            given = self.scope if self.scope is not None else _UNSCOPED
         # The agentkit run id is LangChain's run id: one id to correlate both traces.
         return Ctx(given, run_id=run_id)
 
