@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentkit.kernel.ctx import Ctx
+from agentkit.state.memory import HYBRID_RRF_CONSTANT as RRF_CONSTANT
 from agentkit.state.memory import (
     CompositeMemory,
     LexicalMemory,
@@ -34,7 +35,6 @@ from agentkit.state.memory import (
 
 Mode = Literal["dense", "lexical", "hybrid"]
 MODES: tuple[Mode, ...] = ("dense", "lexical", "hybrid")
-RRF_CONSTANT = 20
 
 
 @dataclass

@@ -46,12 +46,17 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 # The CLI's hybrid constant: one fusion, one tuning.
-from agentkit.cli._hybrid import RRF_CONSTANT
 from agentkit.interop import run_sync
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_scope
-from agentkit.state.memory import CompositeMemory, MemoryItem, MemorySource, rrf_rerank
+from agentkit.state.memory import (
+    HYBRID_RRF_CONSTANT,
+    CompositeMemory,
+    MemoryItem,
+    MemorySource,
+    rrf_rerank,
+)
 from agentkit.vector import Chunk, Embedder, HashingEmbedder, InMemoryVectorStore
 from agentkit_langchain.agentkit_vectorstore import LangChainEmbedder
 
@@ -347,7 +352,7 @@ class AgentkitStore(BaseStore):
         members: list[MemorySource] = list(halves)
         fusion = CompositeMemory(
             members,
-            reranker=functools.partial(rrf_rerank, constant=RRF_CONSTANT),
+            reranker=functools.partial(rrf_rerank, constant=HYBRID_RRF_CONSTANT),
             name="langgraph-hybrid",
         )
         fused = await fusion.query(query, k=2 * _HEAD, ctx=ctx, where=where)
@@ -365,7 +370,7 @@ class AgentkitStore(BaseStore):
                 continue
             # Past the head a dense rank is the only one counted; ties at the head's
             # edge must not lift a tail item above the head.
-            floor = min(floor, 1.0 / (RRF_CONSTANT + rank))
+            floor = min(floor, 1.0 / (HYBRID_RRF_CONSTANT + rank))
             out.append((floor, dense.chunks[hit.id]))
             if len(out) >= n:
                 break

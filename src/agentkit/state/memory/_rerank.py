@@ -23,6 +23,14 @@ from agentkit.state.memory._stamps import provenance
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al.): damps the head."""
 
+HYBRID_RRF_CONSTANT = 20
+"""RRF's constant for agentkit's hybrid search: one dense and one lexical list fused.
+
+Smaller than the textbook ``RRF_K`` because, with two strong halves, the head of each
+list deserves more trust. The CLI's hybrid stack and the LangGraph store's hybrid
+search both fuse with it, so the same query ranks the same way in either.
+"""
+
 SourceRanks = Mapping[int, Mapping[str, int]]
 """``{id(item): {source name: 1-based rank in that source's own list}}``."""
 
