@@ -65,7 +65,8 @@ class LangChainVectorPort:
     place and deleted by those ids. Searches push scope and ``where`` down in the
     store's own filter dialect, re-check every hit, and widen the fetch when the
     re-check (or a post-filtering store like FAISS) leaves fewer than ``k``; a short
-    filtered answer from Chroma (approximate) is checked by an exact metadata read.
+    answer from Chroma (approximate), filtered or not, is checked by an exact metadata
+    read and, when more records match, ranked exactly with the store's own scores.
     An unscoped search first asks without the scope filter, so a store holding no
     tenants' records is searched exactly as its owner would. The stamps never reach
     the chunks returned.
