@@ -106,4 +106,8 @@ class FairPool:
                         self._running[key] = left
                     else:
                         del self._running[key]
-                    self._cond.notify_all()
+                    # Only a job held back by its key's share, or a shutdown, has an
+                    # idle thread to wake; waking them all per job costs every read a
+                    # round of context switches.
+                    if self._queued or self._stopping:
+                        self._cond.notify_all()

@@ -50,6 +50,10 @@ def query_terms(text: str) -> list[str]:
     Only the prefix holding those words is analysed, so a pasted book costs what its
     opening paragraph costs; stemming can only merge words, so the cap holds for terms.
     """
+    if len(text) < 2 * MAX_QUERY_TERMS:
+        # n words take at least 2n - 1 characters, so a text this short holds no more
+        # words than the cap: analyse it whole, no counting pass.
+        return list(dict.fromkeys(_ANALYZER.analyze(text)))
     seen: dict[str, None] = {}
     end = 0
     for match in _WORD.finditer(text):

@@ -10,6 +10,7 @@ delete) works on ``copy()`` instead, while appending past their row count is saf
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
@@ -100,25 +101,52 @@ class ScopeMatrix(Generic[P]):
         return True
 
 
+class _Scratch(threading.local):
+    """One score buffer per thread, grown as needed: a search writes its n scores into
+    it instead of allocating (and page-faulting in) a fresh array every query."""
+
+    def __init__(self) -> None:
+        self.scores: npt.NDArray[np.float32] = np.empty(0, dtype=np.float32)
+
+    def take(self, n: int) -> npt.NDArray[np.float32]:
+        if self.scores.shape[0] < n:
+            self.scores = np.empty(max(n, 2 * self.scores.shape[0]), dtype=np.float32)
+        return self.scores[:n]
+
+
+_SCRATCH = _Scratch()
+
+
 def top_k(
     vectors: Matrix, n: int, query: Matrix, k: int, mask: npt.NDArray[np.bool_] | None = None
 ) -> list[tuple[float, int]]:
     """(score, row) of the best ``k`` of rows ``[:n]`` by dot product, best first.
 
     The mask (rows allowed) applies before the cut, so a selective filter still yields
-    up to ``k`` matches. Equal scores come back in row order, so results are stable.
+    up to ``k`` matches. Equal scores come back in row order, ties at the cut included
+    (the lowest rows win), so results are stable.
+
+    Everything stays float32 and in place: the product goes into this thread's scratch
+    buffer, and the cut is a value partition (cheaper than an index partition) that
+    finds the k-th best score, then the rows at or above it.
     """
     if n == 0:
         return []
-    scores = vectors[:n] @ query
+    if query.dtype != np.float32:
+        query = query.astype(np.float32)
+    scores = _SCRATCH.take(n)
+    np.matmul(vectors[:n], query, out=scores)
     valid = n
     if mask is not None:
-        valid = int(mask.sum())
+        valid = int(np.count_nonzero(mask))
         if valid == 0:
             return []
-        scores = np.where(mask, scores, np.float32(-np.inf))
+        np.copyto(scores, np.float32(-np.inf), where=~mask)
     kk = min(k, valid)
-    top = np.arange(n) if kk == n else np.argpartition(scores, n - kk)[n - kk :]
-    top.sort()
-    order = top[np.argsort(-scores[top], kind="stable")]
+    if kk == n:
+        top = np.arange(n)
+    else:
+        cut = np.partition(scores, n - kk)[n - kk]
+        top = np.flatnonzero(scores >= cut)  # ascending rows; ties at the cut may add some
+    order = top[np.argsort(-scores[top], kind="stable")][:kk]
     return [(float(scores[i]), int(i)) for i in order]
