@@ -52,6 +52,14 @@ class AgentkitRetriever(BaseRetriever):
     ``ainvoke`` awaits it on the caller's loop. Both hand the memory the caller's Ctx
     object itself, never a copy.
 
+    Errors follow LangChain's split. Building the retriever validates its fields as
+    every LangChain component does, so a bad value there is pydantic's
+    ``ValidationError`` (a ValueError, like InvalidArgument; the InvalidArgument itself
+    is in ``errors()[0]["ctx"]["error"]``); a wrong type stays InvalidArgumentType,
+    which pydantic does not wrap. A call's arguments are checked by ``invoke`` before
+    any run starts and raise agentkit's own InvalidArgument/InvalidArgumentType, as
+    the rest of agentkit does.
+
     Raises:
         InvalidArgumentType: A ``memory`` without async ``query()``, or a ``k``,
             ``where``, ``scope`` or ``ctx`` of the wrong type.
