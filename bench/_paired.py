@@ -17,8 +17,7 @@ import gc
 import os
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -160,21 +159,24 @@ def _inline(make: Callable[[], Coroutine[Any, Any, Any]], **_: Any) -> Any:
     raise RuntimeError("the bench's memory suspended: it cannot be driven inline")
 
 
-@contextmanager
-def without_handoff(module: ModuleType) -> Iterator[None]:
-    """Diagnostic only: ``module``'s ``run_sync`` drives the coroutine inline instead.
+def without_handoff(module: ModuleType, call: Callable[[], object]) -> Callable[[], object]:
+    """Diagnostic only: ``call`` with ``module``'s ``run_sync`` driving the coroutine inline.
 
     The benches' in-process memories never suspend, so this measures everything a sync
-    call does except the loop handoff; the difference to the real call is the handoff
-    as it costs inside a call (the loop's thread has sat idle longer than in a tight
-    loop of bare handoffs, and waking it costs more).
+    call does except the loop handoff. Paired with the real call, the difference is the
+    handoff as it costs inside a call, where the loop's thread has sat idle longer (and
+    takes longer to wake) than in a tight loop of bare handoffs.
     """
     real = module.run_sync
-    module.run_sync = _inline
-    try:
-        yield
-    finally:
-        module.run_sync = real
+
+    def inline_call() -> object:
+        module.run_sync = _inline
+        try:
+            return call()
+        finally:
+            module.run_sync = real
+
+    return inline_call
 
 
 def report(prefix: str, label: str, result: Paired, target: float) -> bool:
