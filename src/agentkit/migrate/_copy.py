@@ -7,10 +7,14 @@ declared by the caller) and the row has the store's width; everything else is em
 with the store's own embedder, and the report says which happened and why.
 
 The source is read on one thread of its own (readers are blocking library calls, and
-some clients want one thread). Pages are then checked, embedded and written one after
-another: overlapping them was tried and lost, because a pure-Python embedder and the
-store's writer thread fight over the GIL. A scope that is empty at the start needs no
-lookups of what it holds.
+some clients want one thread). Pages are checked and embedded one after another, and
+gathered into large writes: a store write costs mostly its commit (the lexical index's
+fsyncs), not its rows. One write is in flight while the next pages are read, checked
+and embedded, since the durable write runs on the store's own thread and mostly waits
+on the disk, which leaves the embedder the CPU. Each write is one transaction of
+whole records, so a killed import leaves whole records only, and a re-run finds them
+stored and writes the rest. A scope that is empty at the start needs no lookups of
+what it holds.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from agentkit.migrate._source import PAGE, Record, Source, canonical_embedder, r
 from agentkit.vector.port import Chunk, check_chunks
 
 _EXAMPLES = 5  # ids kept per skip reason, to show the user which ones
+# Records per store write (one transaction): large enough that the per-write commit is
+# spread thin, small enough that a write is seconds of work and memory stays modest.
+WRITE_ROWS = 8_000
 
 
 @dataclass(slots=True)
@@ -187,6 +194,7 @@ async def copy(
     empty = callable(counter) and int(await counter(scope=scope)) == 0
     reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentkit-import")
     loop = asyncio.get_running_loop()
+    writes = _Writes(target, scope, report, progress)
     try:
         pages: Iterator[list[Record]] = await loop.run_in_executor(reader, iter, src.pages)
         while True:
@@ -196,11 +204,10 @@ async def copy(
             report.read += len(records)
             ready = await _prepare(records, target, plan, scope, seen, report, empty=empty)
             kept.extend(c.id for c in ready.chunks)
-            if ready.chunks:
-                await _write(ready, target, scope, report)
-            if progress is not None:
-                progress(len(records))
+            await writes.add(await _vectors(ready, target), len(records))
+        await writes.finish()
     finally:
+        await writes.stop()
         if src.close is not None:
             await loop.run_in_executor(reader, src.close)
         reader.shutdown(wait=False)
@@ -329,31 +336,129 @@ def _row(vector: Any, dim: int) -> npt.NDArray[np.float32] | None:
     return row
 
 
-async def _write(ready: _Page, target: _Target, scope: Scope, report: CopyReport) -> None:
+@dataclass(slots=True)
+class _Batch:
+    """Records ready for one store write, and what the report learns once it lands."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+    matrices: list[npt.NDArray[np.float32]] = field(default_factory=list)
+    records: int = 0  # source records these pages held (for progress)
+    new: int = 0
+    updated: int = 0
+    embedded: int = 0
+    reused: int = 0
+
+
+async def _vectors(ready: _Page, target: _Target) -> _Batch:
+    """The page with a vector for every chunk: the source's where usable, else the
+    store's embedder's (a store taking no vectors embeds them itself, in its write)."""
     chunks = ready.chunks
+    out = _Batch(chunks=chunks, new=ready.new, updated=ready.updated)
+    if not chunks:
+        return out
     if target.take_vectors is None:
-        await target.store.upsert(chunks, scope=scope)
-        report.embedded += len(chunks)
-    else:
-        missing = [i for i, row in enumerate(ready.reused) if row is None]
-        matrix = np.empty((len(chunks), target.dim), dtype=np.float32)
-        if missing:
-            fresh = np.asarray(await target.embed([chunks[i].text for i in missing]),
-                               dtype=np.float32)
-            if fresh.shape != (len(missing), target.dim):
-                raise InvalidArgument(
-                    f"the store's embedder returned shape {fresh.shape}, "
-                    f"expected {(len(missing), target.dim)}"
-                )
-            matrix[missing] = fresh
-        have = [i for i, row in enumerate(ready.reused) if row is not None]
-        if have:
-            matrix[have] = np.stack([row for row in ready.reused if row is not None])
-        await target.take_vectors(chunks, matrix, scope=scope)
-        report.embedded += len(missing)
-        report.reused += len(chunks) - len(missing)
-    report.new += ready.new
-    report.updated += ready.updated
+        out.embedded = len(chunks)
+        return out
+    missing = [i for i, row in enumerate(ready.reused) if row is None]
+    matrix = np.empty((len(chunks), target.dim), dtype=np.float32)
+    if missing:
+        fresh = np.asarray(await target.embed([chunks[i].text for i in missing]),
+                           dtype=np.float32)
+        if fresh.shape != (len(missing), target.dim):
+            raise InvalidArgument(
+                f"the store's embedder returned shape {fresh.shape}, "
+                f"expected {(len(missing), target.dim)}"
+            )
+        matrix[missing] = fresh
+    have = [i for i, row in enumerate(ready.reused) if row is not None]
+    if have:
+        matrix[have] = np.stack([row for row in ready.reused if row is not None])
+    out.matrices.append(matrix)
+    out.embedded, out.reused = len(missing), len(chunks) - len(missing)
+    return out
+
+
+class _Writes:
+    """Gathers pages into writes of about WRITE_ROWS records, with one write in flight.
+
+    The report counts a write's records only once it has landed, so a failed or
+    cancelled import never reports what it did not write.
+    """
+
+    def __init__(self, target: _Target, scope: Scope, report: CopyReport,
+                 progress: Callable[[int], None] | None) -> None:
+        self._target, self._scope, self._report = target, scope, report
+        self._progress = progress
+        self._open = _Batch()
+        self._flying: tuple[asyncio.Task[None], _Batch] | None = None
+
+    async def add(self, page: _Batch, records: int) -> None:
+        if not page.chunks:  # nothing to write: done as soon as it is read
+            if self._progress is not None and records:
+                self._progress(records)
+            return
+        batch = self._open
+        batch.chunks.extend(page.chunks)
+        batch.matrices.extend(page.matrices)
+        batch.records += records
+        batch.new += page.new
+        batch.updated += page.updated
+        batch.embedded += page.embedded
+        batch.reused += page.reused
+        if len(batch.chunks) >= WRITE_ROWS:
+            await self._launch()
+
+    async def finish(self) -> None:
+        """Write what is gathered and wait for every write to land."""
+        await self._launch()
+        await self._land()
+
+    async def stop(self) -> None:
+        """On the way out (after finish, or an error, or cancellation): leave no write
+        behind. One already committing is waited for (the store decides: see its
+        write gate); one not yet committing is cancelled and rolls back."""
+        if self._flying is None:
+            return
+        task, _ = self._flying
+        self._flying = None
+        task.cancel()
+        await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # retrieved: the error that mattered is already raised
+
+    async def _launch(self) -> None:
+        await self._land()
+        batch, self._open = self._open, _Batch()
+        if not batch.chunks:
+            self._count(batch)
+            return
+        self._flying = (asyncio.create_task(self._write(batch)), batch)
+
+    async def _write(self, batch: _Batch) -> None:
+        if self._target.take_vectors is None:
+            await self._target.store.upsert(batch.chunks, scope=self._scope)
+        else:
+            matrix = batch.matrices[0] if len(batch.matrices) == 1 else np.concatenate(
+                batch.matrices
+            )
+            await self._target.take_vectors(batch.chunks, matrix, scope=self._scope)
+
+    async def _land(self) -> None:
+        if self._flying is None:
+            return
+        task, batch = self._flying
+        await asyncio.shield(task)  # a cancelled caller reaches stop(), which decides
+        self._flying = None
+        self._count(batch)
+
+    def _count(self, batch: _Batch) -> None:
+        report = self._report
+        report.new += batch.new
+        report.updated += batch.updated
+        report.embedded += batch.embedded
+        report.reused += batch.reused
+        if self._progress is not None and batch.records:
+            self._progress(batch.records)
 
 
 async def _verify(kept: list[str], target: _Target, scope: Scope, report: CopyReport) -> None:
