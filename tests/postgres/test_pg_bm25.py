@@ -226,7 +226,7 @@ async def test_a_version_1_collection_is_upgraded_and_backfilled(
     assert _stats(pg_url, collection) == _recount(pg_url, collection)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT version FROM agentkit_schema WHERE collection = %s",
-                            (collection,)).fetchone() == (2,)
+                            (collection,)).fetchone() == (3,)
 
 
 async def test_query_syntax_is_only_words(store: PostgresVectorStore) -> None:
@@ -235,3 +235,169 @@ async def test_query_syntax_is_only_words(store: PostgresVectorStore) -> None:
     assert sorted(c.id for _, c in got) == ["x", "y"]
     assert await store.lexical_search("& | ! :* ()", k=5, scope=A) == []
     assert await store.lexical_search("the and of", k=5, scope=A) == []  # stop words only
+
+
+def _bags(url: str, collection: str, scope: Scope) -> dict[str, Counter[str]]:
+    """Each stored document of ``scope`` as PostgreSQL analysed it: lexeme -> tf."""
+    bags: dict[str, Counter[str]] = {}
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            sql.SQL(
+                "SELECT r.id, u.lexeme, cardinality(u.positions) FROM {} r, unnest(r.tsv) u"
+                " WHERE r.org_id = %s AND r.domain_id = %s"
+            ).format(sql.Identifier(collection)),
+            (scope.org_id, scope.domain_id),
+        ).fetchall()
+    for i, lex, tf in rows:
+        bags.setdefault(str(i), Counter())[str(lex)] = int(tf)  # type: ignore[call-overload]
+    return bags
+
+
+def _reference_of(bags: dict[str, Counter[str]], terms: set[str]) -> dict[str, float]:
+    n = len(bags)
+    avgdl = sum(sum(bag.values()) for bag in bags.values()) / n
+    df = Counter(lex for bag in bags.values() for lex in bag)
+    scores: dict[str, float] = {}
+    for i, bag in bags.items():
+        hits = [t for t in terms if bag[t]]
+        if hits:
+            length = sum(bag.values())
+            scores[i] = sum(
+                math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                * bag[t] * (K1 + 1) / (bag[t] + K1 * (1 - BB + BB * length / avgdl))
+                for t in hits
+            )
+    return scores
+
+
+def _zipf_corpus(n: int, seed: int) -> list[str]:
+    """Skewed word frequencies and lengths, so some words are rare and some everywhere,
+    and a few documents repeat a word: the shape in which pruning has work to do."""
+    rng = random.Random(seed)
+    vocab = [f"{w}{s}" for w in _WORDS for s in ("", "x", "q", "z")]
+    weights = [1.0 / (r + 1) for r in range(len(vocab))]
+    out = []
+    for _ in range(n):
+        words = rng.choices(vocab, weights, k=rng.choice([2, 3, 5, 8, 13, 30]))
+        if rng.random() < 0.1:
+            words += [words[0]] * rng.randint(1, 6)
+        out.append(" ".join(words))
+    return out
+
+
+async def test_pruned_top_k_is_exact_on_a_skewed_corpus(
+    store: PostgresVectorStore, pg_url: str, collection: str
+) -> None:
+    """The two-round search (first round's k-th score, then only the documents whose
+    word bounds can still reach it) returns exactly the top k of scoring every match."""
+    texts = _zipf_corpus(1500, seed=11)
+    await store.bulk_upsert([Chunk(f"d{n}", t) for n, t in enumerate(texts)], scope=A)
+    # Updates that keep the words but raise a tf in a short document, and deletes:
+    # the bounds must cover the new postings, and may stay loose after deletes.
+    await store.upsert([Chunk("d1", "cellq cellq cellq cellq cellq"),
+                        Chunk("d2", "plasmids " * 7)], scope=A)
+    await store.delete([f"d{n}" for n in range(10, 60)], scope=A)
+    bags = _bags(pg_url, collection, A)
+    rng = random.Random(12)
+    vocab = sorted({lex for bag in bags.values() for lex in bag})
+    queries = ["plasmids cell", "cellq cellq cancer"] + [
+        " ".join(rng.sample(vocab, rng.randint(2, 7))) for _ in range(25)
+    ]
+    with psycopg.connect(pg_url) as conn:
+        analysed = {q: set(_lexemes(conn, q)) for q in queries}
+    for query in queries:
+        expected = _reference_of(bags, analysed[query])
+        for k in (1, 4, 10):
+            got = await store.lexical_search(query, k=k, scope=A)
+            want = _top(expected, k)
+            assert [c.id for _, c in got] == [i for i, _ in want], (query, k)
+            assert [s for s, _ in got] == pytest.approx([s for _, s in want], abs=1e-6)
+
+
+def test_candidate_clauses_never_drop_a_document_that_can_reach_the_threshold() -> None:
+    """Every set of words whose bounds reach the threshold is covered by some clause:
+    a document holding the clause's anchor and, if it names any, one of its partners."""
+    from itertools import combinations
+
+    from agentkit.vector import _pg_bm25
+
+    rng = random.Random(7)
+    for _ in range(300):
+        terms = [
+            _pg_bm25.Term(f"t{n}", rng.randint(1, 500), 0.0, rng.uniform(0.1, 9.0))
+            for n in range(rng.randint(1, 7))
+        ]
+        threshold = rng.uniform(0.0, sum(t.bound for t in terms) * 1.1)
+        clauses = _pg_bm25.candidate_clauses(terms, threshold)
+        for size in range(1, len(terms) + 1):
+            for held in combinations(terms, size):
+                names = {t.lexeme for t in held}
+                covered = any(
+                    anchor.lexeme in names
+                    and (not partners or any(p.lexeme in names for p in partners))
+                    for anchor, partners in clauses
+                )
+                if sum(t.bound for t in held) >= threshold:
+                    assert covered, (terms, threshold, names)
+
+
+async def test_bounds_cover_every_posting_after_writes(
+    store: PostgresVectorStore, pg_url: str, collection: str
+) -> None:
+    """Per term, the stored shortest length for each tf is at most any posting's, and the
+    largest tf at least any posting's, whatever inserts, updates and deletes did."""
+    texts = _zipf_corpus(300, seed=21)
+    await store.upsert([Chunk(f"d{n}", t, {"n": n}) for n, t in enumerate(texts)], scope=A)
+    await store.upsert([Chunk("d3", "cell " * 12), Chunk("d4", texts[4], {"n": -1}),
+                        Chunk("d5", "cell cell")], scope=A)
+    await store.delete(["d6", "d7"], scope=A)
+    with psycopg.connect(pg_url) as conn:
+        broken = conn.execute(
+            sql.SQL(
+                "SELECT r.id, u.lexeme FROM {t} r, unnest(r.tsv) u"
+                " JOIN agentkit_lex_terms t ON t.collection = %s AND t.lexeme = u.lexeme"
+                " WHERE t.org_id = r.org_id AND t.domain_id = r.domain_id"
+                " AND (t.max_tf < cardinality(u.positions)"
+                "  OR t.min_dl[least(cardinality(u.positions), 8)] > r.tokens"
+                "  OR t.min_dl[least(cardinality(u.positions), 8)] IS NULL)"
+            ).format(t=sql.Identifier(collection)),
+            (collection,),
+        ).fetchall()
+    assert broken == []
+
+
+async def test_a_version_2_database_is_upgraded_and_backfilled(db_url: str) -> None:
+    """What version 2 left (no bound columns, its own triggers) becomes version 3 on
+    open: bounds backfilled from the rows, new triggers keeping them, same answers."""
+    from agentkit.vector import HashingEmbedder
+
+    emb = HashingEmbedder(dim=16)
+    texts = _zipf_corpus(400, seed=31)
+    old = PostgresVectorStore(db_url, embedder=emb, collection="kb")
+    async with old:
+        await old.upsert([Chunk(f"d{n}", t) for n, t in enumerate(texts)], scope=A)
+        before = await old.lexical_search("plasmids cellq cancerz", k=5, scope=A)
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        for event in ("insert", "update", "delete", "truncate"):
+            conn.execute(sql.SQL("DROP TRIGGER {} ON kb").format(
+                sql.Identifier(f"zz_agentkit_lex_{event}")))
+        conn.execute("ALTER TABLE agentkit_lex_terms DROP COLUMN max_tf, DROP COLUMN min_dl")
+        conn.execute("UPDATE agentkit_schema SET version = 2 WHERE collection = 'kb'")
+    new = PostgresVectorStore(db_url, embedder=emb, collection="kb")
+    async with new:
+        assert await new.lexical_search("plasmids cellq cancerz", k=5, scope=A) == before
+        await new.upsert([Chunk("late", "plasmids plasmids cellq")], scope=A)
+        assert _stats(db_url, "kb") == _recount(db_url, "kb")
+        bags = _bags(db_url, "kb", A)
+        with psycopg.connect(db_url) as conn:
+            terms = set(_lexemes(conn, "plasmids cellq cancerz"))
+        got = await new.lexical_search("plasmids cellq cancerz", k=5, scope=A)
+        assert [c.id for _, c in got] == [i for i, _ in _top(_reference_of(bags, terms), 5)]
+    with psycopg.connect(db_url) as conn:
+        assert conn.execute(
+            "SELECT version FROM agentkit_schema WHERE collection = 'kb'"
+        ).fetchone() == (3,)
+        assert conn.execute(
+            "SELECT count(*) FROM agentkit_lex_terms WHERE collection = 'kb'"
+            " AND (max_tf IS NULL OR min_dl IS NULL)"
+        ).fetchone() == (0,)

@@ -16,9 +16,10 @@ from agentkit.kernel.errors import StoreError
 from agentkit.vector import _pg_bm25
 from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE
 
-# 2: BM25 statistics tables and their triggers (version 1 collections are upgraded and
-# backfilled on open; version 1 code refuses a version 2 collection).
-SCHEMA_VERSION = 2
+# 2: BM25 statistics tables and their triggers. 3: per-term bounds (max tf, shortest
+# document per tf) beside df, kept by renamed trigger functions. Older collections are
+# upgraded and backfilled on open; older code refuses a newer collection.
+SCHEMA_VERSION = 3
 # Any constant works; it only has to be the same in every process touching the schema.
 _LOCK_KEY = 0x61676B74  # "agkt"
 

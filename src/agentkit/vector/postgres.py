@@ -766,9 +766,13 @@ class PostgresVectorStore:
         """BM25 over any of the query's words, best first, with the scope's own statistics.
 
         Document count, average length and document frequencies are the bucket's alone
-        (see ``_pg_bm25``), so no other tenant's writes change these scores. With a
-        ``where`` that is fully pushed down, MaxScore pruning scores only the rows that
-        could reach the top k; otherwise every matching row is scored.
+        (see ``_pg_bm25``), so no other tenant's writes change these scores. Every
+        statement runs in one read-only REPEATABLE READ snapshot, so the statistics the
+        pruning relies on are the ones the rows are scored with. With a ``where`` that is
+        fully pushed down, a first round scores the rows holding the rarest words; its
+        k-th score bounds which rows could still make the top k, and the second round
+        asks GIN for those only (``_pg_bm25.candidate_clauses``). Otherwise every
+        matching row is scored.
         """
         query = check_query(query)
         k = check_k(k)
@@ -779,38 +783,69 @@ class PostgresVectorStore:
             return []
         pool = await self._ready()
         clause, params, complete = where_clause(flt)
-        base = {"c": self.collection, "org": org, "dom": dom, **params}
-        async with self._connection(pool) as conn:
-            cur = await conn.execute(_pg_bm25.terms_statement(), {**base, "text": text})
-            terms: dict[str, _pg_bm25.Term] = {}
-            for lexeme, df, docs in await cur.fetchall():
-                if df > 0:
-                    terms[lexeme] = _pg_bm25.Term(lexeme, int(df), _pg_bm25.idf(int(docs), int(df)))
-        if not terms:
-            return []
         stmt = _pg_bm25.score_statement(self._table, clause)
-        base["lex"] = sorted(terms)
+        async with self._connection(pool) as conn, self._snapshot(conn):
+            cur = await conn.execute(
+                _pg_bm25.terms_statement(),
+                {"c": self.collection, "org": org, "dom": dom, "text": text},
+            )
+            terms: dict[str, _pg_bm25.Term] = {}
+            rows = await cur.fetchall()
+            if not rows or not int(rows[0][2]):
+                return []
+            docs, avgdl = int(rows[0][2]), int(rows[0][3]) / int(rows[0][2])
+            for lexeme, df, _, _, max_tf, min_dl in rows:
+                if df > 0:
+                    terms[lexeme] = _pg_bm25.term(lexeme, int(df), docs, avgdl, max_tf, min_dl)
+            if not terms:
+                return []
+            lex = sorted(terms)
+            base = {
+                "org": org,
+                "dom": dom,
+                "lex": lex,
+                "idf": [terms[x].idf for x in lex],
+                "avgdl": avgdl,
+                **params,
+            }
 
-        def fetcher(find: Sequence[_pg_bm25.Term]) -> Any:
-            args = {**base, "find": _pg_bm25.tsquery_of(sorted(t.lexeme for t in find))}
+            def fetcher(find: list[str]) -> Any:
+                async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
+                    cur = await conn.execute(stmt, {**base, "find": find, "limit": limit})
+                    return await cur.fetchall()
 
-            async def fetch(conn: _Conn, limit: int) -> list[tuple[Any, ...]]:
-                cur = await conn.execute(stmt, {**args, "limit": limit})
-                return await cur.fetchall()
+                return fetch
 
-            return fetch
-
-        everything = list(terms.values())
-        if not complete:
-            return await self._collect(pool, fetcher(everything), k, flt, complete)
-        first = _pg_bm25.first_round(everything, k)
-        found = await self._collect(pool, fetcher(first), k, flt, complete)
-        if len(first) < len(everything):
+            everything = list(terms.values())
+            if not complete:
+                every = [_pg_bm25.tsquery_of(lex)]
+                return await self._collect_on(conn, fetcher(every), k, flt, complete)
+            first = _pg_bm25.first_round(everything, k)
+            found = await self._collect_on(
+                conn, fetcher([_pg_bm25.tsquery_of([t.lexeme for t in first])]), k, flt, complete
+            )
+            if len(first) == len(everything):
+                return found  # the first round already scored every matching row
             threshold = found[-1][0] if len(found) >= k else 0.0
-            rest = _pg_bm25.needed(everything, threshold)
-            if not {t.lexeme for t in rest} <= {t.lexeme for t in first}:
-                found = await self._collect(pool, fetcher(rest), k, flt, complete)
-        return found
+            clauses = _pg_bm25.candidate_clauses(everything, threshold)
+            seen = {t.lexeme for t in first}
+            if all(anchor.lexeme in seen for anchor, _ in clauses):
+                return found  # every candidate held a first-round word: all were scored
+            find = _pg_bm25.clause_tsqueries(clauses)
+            return await self._collect_on(conn, fetcher(find), k, flt, complete)
+
+    @contextlib.asynccontextmanager
+    async def _snapshot(self, conn: _Conn) -> AsyncIterator[None]:
+        """A read-only REPEATABLE READ transaction on an autocommit connection."""
+        await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            yield
+        except BaseException:
+            # A cancelled query leaves the connection busy; the pool then discards it.
+            with contextlib.suppress(psycopg.Error):
+                await conn.execute("ROLLBACK")
+            raise
+        await conn.execute("ROLLBACK")  # nothing was written; ends the snapshot
 
     async def _collect(
         self,
@@ -825,17 +860,23 @@ class PostgresVectorStore:
         A fully pushed-down filter needs one round; otherwise the limit grows until
         ``k`` rows survive or the bucket is exhausted.
         """
-        limit = min(_MAX_LIMIT, k if complete else max(4 * k, 64))
         async with self._connection(pool) as conn:
-            while True:
-                rows = await fetch(conn, limit)
-                out = [
-                    (_finite(score), Chunk(id=i, text=text, metadata=meta))
-                    for score, i, text, meta in rows
-                    if matches_where(meta, flt)
-                ]
-                if len(out) >= k or len(rows) < limit or limit >= _MAX_LIMIT:
-                    break
-                limit = min(_MAX_LIMIT, limit * 4)
+            return await self._collect_on(conn, fetch, k, flt, complete)
+
+    async def _collect_on(
+        self, conn: _Conn, fetch: Any, k: int, flt: dict[str, Any] | None, complete: bool
+    ) -> list[tuple[float, Chunk]]:
+        """``_collect`` on a connection the caller holds (lexical search's snapshot)."""
+        limit = min(_MAX_LIMIT, k if complete else max(4 * k, 64))
+        while True:
+            rows = await fetch(conn, limit)
+            out = [
+                (_finite(score), Chunk(id=i, text=text, metadata=meta))
+                for score, i, text, meta in rows
+                if matches_where(meta, flt)
+            ]
+            if len(out) >= k or len(rows) < limit or limit >= _MAX_LIMIT:
+                break
+            limit = min(_MAX_LIMIT, limit * 4)
         out.sort(key=lambda pair: (-pair[0], pair[1].id))
         return out[:k]
