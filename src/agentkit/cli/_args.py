@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the model that made SOURCE's vectors (a model name, or hashing); "
                      "they are reused when it is the store's")
     imp.add_argument("--batch", type=_positive, default=1000, metavar="N",
-                     help="records read and written per batch (default 1000)")
+                     help="records read per batch (default 1000); writes gather batches "
+                     "into transactions of several thousand records")
 
     from agentkit.cli import _forget, _stats  # their own flags live with them
 
