@@ -7,7 +7,8 @@ tenant's writes move another's scores or ranking.
 Why it can be trusted: the SQLite file is the source of truth. Each scope's index
 directory has a sidecar naming the store (its ``store_id``), the scope, and the scope
 generation (the counter the SQLite triggers bump in every changing transaction) that
-the index reflects. A read compares that with the generation in its own snapshot:
+the index reflects, and the analyzer version that cut its terms (an index from other
+rules counts as missing). A read compares that with the generation in its own snapshot:
 
 - equal or newer: the index serves (hits are re-read from the snapshot by rowid and
   scope, so a row deleted or moved meanwhile is skipped, never shown);
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import tantivy
 
-from agentkit.vector._lexical_text import ANALYZER, analyzer
+from agentkit.vector._lexical_text import ANALYZER, ANALYZER_VERSION, analyzer
 
 _HEAP = 15_000_000
 _SIDECAR = "agentkit-generation.json"
@@ -305,6 +306,8 @@ class LexicalIndexes:
             or data.get("store") != self.store_id
             or data.get("scope") != list(bucket)
             or not isinstance(data.get("gen"), int)
+            # Sidecars from before the stamp existed were all built by version 1.
+            or data.get("analyzer", 1) != ANALYZER_VERSION
         ):
             return None
         return int(data["gen"])
@@ -315,7 +318,10 @@ class LexicalIndexes:
             path.unlink(missing_ok=True)
             return
         tmp = path.with_suffix(".tmp")
-        body = {"store": self.store_id, "scope": list(bucket), "gen": gen}
+        body = {
+            "store": self.store_id, "scope": list(bucket), "gen": gen,
+            "analyzer": ANALYZER_VERSION,
+        }
         tmp.write_text(json.dumps(body, ensure_ascii=False))
         os.replace(tmp, path)
 

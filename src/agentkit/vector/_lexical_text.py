@@ -22,6 +22,11 @@ from agentkit.vector.port import MAX_QUERY_TERMS
 ANALYZER = "agentkit_en"
 """The name the analyzer is registered under in every tantivy index."""
 
+ANALYZER_VERSION = 1
+"""Which rules built an index. Bump it with any change to ``analyzer``: an index stamped
+with another version holds terms this code would not produce (a query would miss what
+it quotes), so it is rebuilt from the rows rather than read."""
+
 _WORD = re.compile(r"[^\W_]+")
 
 
