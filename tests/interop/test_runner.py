@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agentkit.interop import blocking_pool, run_blocking, run_sync
+from agentkit.interop import _runner, blocking_pool, run_blocking, run_sync
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, SyncCallOnLoopThread
 
 REQUEST = contextvars.ContextVar[str]("REQUEST", default="none")
@@ -77,6 +77,17 @@ class Slow:
 
 def _other_tasks() -> set[asyncio.Task[Any]]:
     return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+
+
+async def _running_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    return asyncio.get_running_loop(), threading.current_thread()
+
+
+def _stop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    assert not thread.is_alive() and not loop.is_running()
+    loop.close()
 
 
 async def _pending_on_background_loop() -> set[asyncio.Task[Any]]:
@@ -149,6 +160,30 @@ def test_loop_bound_resources_keep_working_across_calls_from_many_threads() -> N
     assert results == [1] * 40
 
 
+@pytest.fixture
+def own_runner_state() -> Iterator[None]:
+    """A runner state of this test's own, so stopping its loop spares the shared one
+    (other tests' loop-bound resources live there)."""
+    shared = _runner._state
+    _runner._state = _runner._State()
+    try:
+        yield
+    finally:
+        mine = run_sync(_running_loop)
+        _runner._state = shared
+        _stop(*mine)
+
+
+def test_a_loop_whose_thread_ended_is_replaced_on_the_next_call(own_runner_state: None) -> None:
+    # run_forever returns only if something stops the loop (or an exception escapes
+    # it); the next call must not queue work on a loop nobody runs.
+    old, thread = run_sync(_running_loop)
+    _stop(old, thread)
+    src = Counting()
+    assert run_sync(lambda: src.query(4), timeout=10) == 8
+    assert src.loops[0] is not old and src.loops[0].is_running()
+
+
 async def test_works_from_inside_a_running_loop() -> None:
     src = Counting()
     caller_loop = asyncio.get_running_loop()
@@ -218,6 +253,16 @@ def test_bad_arguments_name_the_problem() -> None:
 
 
 # --- cancellation: the caller gives up, the task does not run on unseen ---
+
+
+def test_a_timeout_in_a_worker_thread_cancels_the_task_too() -> None:
+    slow = Slow()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(run_sync, slow.query, timeout=0.05)
+        with pytest.raises(TimeoutError, match="cancelled"):
+            waiting.result(10)
+    assert slow.cancelled and slow.cleaned_up
+    assert run_sync(_pending_on_background_loop) == set()
 
 
 def test_timeout_cancels_the_task_and_waits_for_it_to_unwind() -> None:
