@@ -41,7 +41,10 @@ import tantivy
 
 from agentkit.vector._lexical_text import ANALYZER, ANALYZER_VERSION, analyzer
 
-_HEAP = 15_000_000
+# The writer's indexing budget: a batch that outgrows it is flushed as several segments,
+# and every query pays per segment (each term looked up in each). 32 MB holds a batch of
+# a few thousand abstracts in one segment; the memory is taken only as a batch fills it.
+_HEAP = 32_000_000
 _SIDECAR = "agentkit-generation.json"
 _BATCH = 2_000
 
