@@ -147,7 +147,9 @@ class AgentkitRetriever(BaseRetriever):
         )
 
     def _nodes(self, items: list[MemoryItem]) -> list[NodeWithScore]:
-        return to_nodes(items[: self._k], include_score=self._include_score)
+        if len(items) > self._k:  # a memory that ignores k; no copy when it keeps it
+            items = items[: self._k]
+        return to_nodes(items, include_score=self._include_score)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         items: list[MemoryItem] = run_sync(lambda: self._query(query_bundle))
