@@ -401,3 +401,7 @@ async def test_a_version_2_database_is_upgraded_and_backfilled(db_url: str) -> N
             "SELECT count(*) FROM agentkit_lex_terms WHERE collection = 'kb'"
             " AND (max_tf IS NULL OR min_dl IS NULL)"
         ).fetchone() == (0,)
+        # The word index keeps a short pending list, so fresh writes stay fast to search.
+        assert conn.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = 'kb_tsv'"
+        ).fetchone() == (["gin_pending_list_limit=128"],)
