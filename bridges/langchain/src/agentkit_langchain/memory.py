@@ -266,7 +266,7 @@ async def _exact(store: Any, where: Any, query: str, n: int, got: int) -> list[D
     """The store's top ``n`` for ``where``, ranked exactly, or None when its short answer
     of ``got`` documents already held every match (see ``agentkit_langchain._chroma``)."""
     found = await exact_search(store, query, n, where, got)
-    return None if found is None else [doc for doc, _ in found]
+    return None if found is None else [doc for doc, _ in found.hits]
 
 
 def _is_sync_only(retriever: Any) -> bool:

@@ -367,8 +367,8 @@ class LangChainVectorPort:
         exact = await exact_search(store, query, n, native, len(found))
         if exact is None:
             return found  # the answer was complete
-        score = self._relevance or relevance(store)
-        return [(doc, score(distance)) for doc, distance in exact]
+        score = self._relevance or relevance(store, exact.space)
+        return [(doc, score(distance)) for doc, distance in exact.hits]
 
     async def _snapshot(self, ids: list[str]) -> list[Document] | None:
         """The records ``ids`` name now, as they were written, or None when the store
