@@ -17,6 +17,7 @@ are dropped from both halves before ranks are counted; it still lists and filter
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import json
 import math
@@ -24,7 +25,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from langgraph.store.base import (
     BaseStore,
@@ -58,6 +60,7 @@ from agentkit.state.memory import (
     rrf_rerank,
 )
 from agentkit.vector import Chunk, Embedder, HashingEmbedder, InMemoryVectorStore
+from agentkit_langchain._ttl_sweeper import TaskSweeper, ThreadSweeper
 from agentkit_langchain.agentkit_vectorstore import LangChainEmbedder
 
 __all__ = ["AgentkitStore"]
@@ -76,6 +79,8 @@ _PAGE = 1000
 # How deep each half is read for the fused head: the CLI's hybrid depth.
 _HEAD = 50
 _RANGE_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
+# LangGraph's stores sweep every 5 minutes unless told otherwise.
+_SWEEP_MINUTES = 5.0
 
 
 def _clock() -> float:
@@ -116,8 +121,11 @@ class AgentkitStore(BaseStore):
     ``PostgresVectorStore`` (None: a fresh in-memory one). ``scope`` is the tenant
     every call reads and writes (default the unscoped bucket); ``bind(scope)`` gives
     the same store for another tenant. ``ttl`` is LangGraph's ``TTLConfig``
-    (``default_ttl`` minutes for puts that name none, ``refresh_on_read``; there is no
-    sweeper, expired items are skipped). ``index`` is LangGraph's ``IndexConfig``:
+    (``default_ttl`` minutes for puts that name none, ``refresh_on_read``,
+    ``sweep_interval_minutes``): expired items are never returned, and
+    ``sweep_ttl``/``asweep_ttl`` or a sweeper (``start_ttl_sweeper`` on a thread,
+    ``astart_ttl_sweeper`` as a task) delete them, from this instance's scope only.
+    ``index`` is LangGraph's ``IndexConfig``:
     ``fields`` choose the indexed text (default the whole value); ``embed`` only when
     this class builds the store (``store=None`` or ``from_conn_string``), because a
     ready store already embeds with its own model and two models in one bucket would
@@ -126,7 +134,8 @@ class AgentkitStore(BaseStore):
     Sync methods run the async ones once on agentkit's shared background loop
     (``agentkit.interop.run_sync``), so they work from threads and beside a running
     loop. A Postgres store belongs to one event loop: use it from sync code or from
-    async code, not both.
+    async code, not both (the same goes for the thread and the task sweeper). Leaving
+    ``with``/``async with`` (on the instance or ``from_conn_string``) stops a sweeper.
 
     Args:
         store: The agentkit store to keep items in; ``None`` builds an in-memory one.
@@ -173,6 +182,8 @@ class AgentkitStore(BaseStore):
         self._fields: list[str] = list(config.get("fields") or ["$"])
         self._scope = check_scope(Scope() if scope is None else scope)
         self._lexical = callable(getattr(store, "lexical_search", None))
+        self._thread_sweeper: ThreadSweeper | None = None
+        self._task_sweeper: TaskSweeper | None = None
 
     def __repr__(self) -> str:
         return f"AgentkitStore({self.store!r}, scope={self._scope!r})"
@@ -208,7 +219,8 @@ class AgentkitStore(BaseStore):
         """
         store = _open_store(path_or_url, _check_index(index))
         try:
-            yield cls(store, scope=scope, index=_without_embed(_check_index(index)), ttl=ttl)
+            with cls(store, scope=scope, index=_without_embed(_check_index(index)), ttl=ttl) as s:
+                yield s
         finally:
             run_sync(store.close)
 
@@ -225,9 +237,123 @@ class AgentkitStore(BaseStore):
         """``from_conn_string`` for async code: the store is closed on this loop."""
         store = _open_store(path_or_url, _check_index(index))
         try:
-            yield cls(store, scope=scope, index=_without_embed(_check_index(index)), ttl=ttl)
+            async with cls(
+                store, scope=scope, index=_without_embed(_check_index(index)), ttl=ttl
+            ) as s:
+                yield s
         finally:
             await store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the sweeper thread (the agentkit store is the caller's to close)."""
+        self.stop_ttl_sweeper()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop both sweepers, the thread without blocking this loop."""
+        await self.astop_ttl_sweeper()
+        if self._thread_sweeper is not None:
+            await asyncio.to_thread(self.stop_ttl_sweeper)
+
+    # -- TTL sweeping --------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete this scope's expired items now; returns how many went."""
+        return run_sync(self.asweep_ttl)
+
+    async def asweep_ttl(self) -> int:
+        """Delete this scope's expired items now; returns how many went.
+
+        Only this instance's scope is read and deleted from, and only items (never the
+        bucket's other records). The expired items are found by a scan, then deleted
+        with ``delete_where`` on the exact expiry values seen, which the store judges
+        inside its deleting transaction: an item put or refreshed since the scan has a
+        later expiry (in the future), so it is not among them and survives.
+        """
+        now = _clock()
+        total = 0
+        after: str | None = None
+        while True:
+            page = await self.store.scan(
+                scope=self._scope, where={_MARK: True}, after=after, limit=_PAGE
+            )
+            expired = sorted(
+                {float(c.metadata[_EXPIRES]) for c in page if not _live(c.metadata, now)}
+            )
+            if expired:
+                where = {_MARK: True, _EXPIRES: expired}
+                total += int(await self.store.delete_where(where, scope=self._scope))
+            if len(page) < _PAGE:
+                return total
+            after = page[-1].id
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep every ``sweep_interval_minutes`` on a daemon thread, as LangGraph's
+        sync stores do; the future resolves when it stops (cancel it to stop it).
+
+        The interval defaults to ``ttl['sweep_interval_minutes']``, else 5 minutes. Unlike
+        LangGraph's stores this also runs without a ``TTLConfig``: a put may name its own
+        ``ttl`` anyway. Calling it while the thread runs returns the running one's future.
+        """
+        running = self._thread_sweeper
+        if running is not None and running.running and not running.future.done():
+            return running.future
+        self._thread_sweeper = ThreadSweeper(self.sweep_ttl, self._interval(sweep_interval_minutes))
+        return self._thread_sweeper.future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread, waiting up to ``timeout`` seconds (None: until it
+        ends); False if it still runs (a sweep outlasting the wait), True otherwise."""
+        sweeper = self._thread_sweeper
+        if sweeper is None:
+            return True
+        stopped = sweeper.stop(timeout)
+        if stopped:
+            self._thread_sweeper = None
+        return stopped
+
+    async def astart_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep every ``sweep_interval_minutes`` in a task of the running loop, as
+        LangGraph's async stores do; the task may be awaited or cancelled.
+
+        Defaults as ``start_ttl_sweeper``; a running task is returned as it is.
+        """
+        running = self._task_sweeper
+        if running is not None and running.running:
+            return running.task
+        self._task_sweeper = TaskSweeper(self.asweep_ttl, self._interval(sweep_interval_minutes))
+        return self._task_sweeper.task
+
+    async def astop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """Stop the sweeper task; a sweep still running after ``timeout`` seconds is
+        cancelled, so no task is left behind (awaited on the loop that started it)."""
+        sweeper, self._task_sweeper = self._task_sweeper, None
+        return True if sweeper is None else await sweeper.stop(timeout)
+
+    def _interval(self, minutes: object) -> float:
+        """The wait between sweeps, in seconds."""
+        if minutes is None:
+            minutes = (self.ttl_config or {}).get("sweep_interval_minutes") or _SWEEP_MINUTES
+        return _check_minutes("sweep_interval_minutes", minutes) * 60.0
 
     # -- BaseStore ---------------------------------------------------------------------
 
@@ -751,18 +877,24 @@ def _check_ttl_config(ttl: object) -> TTLConfig | None:
     unknown = set(ttl) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
     if unknown:
         raise InvalidArgument(f"unknown ttl setting(s) {sorted(unknown)}")
-    default = ttl.get("default_ttl")
-    if default is not None and (
-        isinstance(default, bool)
-        or not isinstance(default, (int, float))
-        or not math.isfinite(default)
-        or default <= 0
-    ):
-        raise InvalidArgument(f"ttl['default_ttl'] must be positive minutes, got {default!r}")
+    for name in ("default_ttl", "sweep_interval_minutes"):
+        if ttl.get(name) is not None:
+            _check_minutes(f"ttl[{name!r}]", ttl[name])
     refresh = ttl.get("refresh_on_read", True)
     if not isinstance(refresh, bool):
         raise InvalidArgumentType(f"ttl['refresh_on_read'] must be a bool, got {refresh!r}")
     return TTLConfig(**ttl)  # type: ignore[typeddict-item]
+
+
+def _check_minutes(name: str, value: object) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise InvalidArgument(f"{name} must be positive minutes, got {value!r}")
+    return float(value)
 
 
 def _without_embed(config: Mapping[str, Any]) -> dict[str, Any]:

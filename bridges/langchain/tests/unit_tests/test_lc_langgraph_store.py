@@ -609,6 +609,206 @@ async def test_a_refresh_never_writes_back_an_older_value(clock: Clock) -> None:
     assert now is not None and now.value == {"v": "new"}
 
 
+# --- TTL sweeping ---
+
+
+async def test_sweep_deletes_only_this_scopes_expired_items(
+    api: Api, backend: Any, clock: Clock
+) -> None:
+    from agentkit.vector import Chunk
+
+    other = api.bind(GLOBEX)
+    await api("put", ("s", "a"), "gone", {"text": "x"}, ttl=1)
+    await api("put", ("s", "b"), "gone too", {"text": "x"}, ttl=2)
+    await api("put", ("s", "a"), "kept", {"text": "x"}, ttl=10)
+    await api("put", ("s", "a"), "forever", {"text": "x"})
+    await other("put", ("s", "a"), "gone", {"text": "globex"}, ttl=1)
+    # A record of the bucket that is not an item, carrying an item's expiry key.
+    await backend.upsert([Chunk("plain", "text", {"lg_expires": 0.0})], scope=ACME)
+    assert await api("sweep_ttl") == 0  # nothing expired yet
+    clock.advance(121)
+    assert await api("sweep_ttl") == 2
+    assert await api("sweep_ttl") == 0
+    left = await backend.scan(scope=ACME)
+    assert sorted(c.metadata.get("lg_key", c.id) for c in left) == ["forever", "kept", "plain"]
+    assert await api("list_namespaces") == [("s", "a")]  # ("s", "b") went with its item
+    # The other tenant's expired item is untouched until that tenant sweeps.
+    assert [c.metadata["lg_key"] for c in await backend.scan(scope=GLOBEX)] == ["gone"]
+    assert await other("sweep_ttl") == 1
+    assert await backend.scan(scope=GLOBEX) == []
+
+
+async def test_sweep_spares_refreshed_and_rewritten_items(api: Api, clock: Clock) -> None:
+    ns = ("s",)
+    await api("put", ns, "read", {"text": "x"}, ttl=1)
+    await api("put", ns, "rewritten", {"text": "x"}, ttl=1)
+    await api("put", ns, "unread", {"text": "x"}, ttl=1)
+    clock.advance(50)
+    assert await api("get", ns, "read") is not None  # refreshes
+    await api("put", ns, "rewritten", {"text": "y"})  # no TTL any more
+    clock.advance(20)
+    assert await api("sweep_ttl") == 1
+    assert keys(await api("search", ns)) == ["read", "rewritten"]
+
+
+async def test_sweep_never_deletes_a_put_landing_after_its_scan(clock: Clock) -> None:
+    """The sweep deletes by the expiry it saw: a value put since then survives."""
+
+    class Racing:
+        """An agentkit store whose next scan lets another caller's put land after it."""
+
+        def __init__(self) -> None:
+            self.inner = InMemoryVectorStore(HashingEmbedder(dim=64))
+            self.race: Callable[[], Any] | None = None
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        async def scan(self, **kwargs: Any) -> Any:
+            page = await self.inner.scan(**kwargs)
+            race, self.race = self.race, None
+            if race is not None:
+                await race()
+            return page
+
+    racing = Racing()
+    store = AgentkitStore(racing)
+    await store.aput(("t",), "k", {"v": "old"}, ttl=1)
+    await store.aput(("t",), "j", {"v": "old"}, ttl=1)
+    clock.advance(61)
+    racing.race = lambda: store.aput(("t",), "k", {"v": "new"}, ttl=1)
+    assert await store.asweep_ttl() == 1  # "j"; the new "k" stays
+    kept = await store.aget(("t",), "k", refresh_ttl=False)
+    assert kept is not None and kept.value == {"v": "new"}
+    assert await store.aget(("t",), "j") is None
+
+
+class Watched(AgentkitStore):
+    """Signals each sweep (and can fail the first ones), so tests wait for an event."""
+
+    def __init__(self, *args: Any, failures: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counts: list[int] = []
+        self.swept = threading.Event()
+        self.failures = failures
+
+    async def asweep_ttl(self) -> int:
+        if self.failures:
+            self.failures -= 1
+            self.swept.set()
+            raise RuntimeError("injected sweep failure")
+        count = await super().asweep_ttl()
+        self.counts.append(count)
+        self.swept.set()
+        return count
+
+    async def next_sweep(self) -> None:
+        self.swept.clear()
+        assert await asyncio.to_thread(self.swept.wait, 30)
+
+
+def sweepers() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "agentkit-ttl-sweeper"]
+
+
+def sweeper_tasks() -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == "agentkit-ttl-sweeper"]
+
+
+async def test_thread_sweeper_sweeps_until_stopped(backend: Any, clock: Clock) -> None:
+    store = Watched(backend, scope=ACME, failures=1, ttl={"sweep_interval_minutes": 1e-5})
+    await store.aput(("t",), "k", {"v": 1}, ttl=1)
+    await store.aput(("t",), "forever", {"v": 1})
+    clock.advance(61)
+    future = store.start_ttl_sweeper()
+    assert store.start_ttl_sweeper() is future  # one thread per store
+    await store.next_sweep()  # the injected failure: logged, the thread sweeps on
+    while 1 not in store.counts:
+        await store.next_sweep()
+    assert await backend.scan(scope=ACME, where={"lg_key": "k"}) == []
+    assert await asyncio.to_thread(store.stop_ttl_sweeper) is True
+    assert future.done() and not future.cancelled() and sweepers() == []
+    assert keys(await store.asearch(("t",))) == ["forever"]
+
+
+async def test_thread_sweeper_stops_mid_wait_by_cancel_or_exit(backend: Any) -> None:
+    store = AgentkitStore(backend)  # default interval: 5 minutes, never reached here
+    future = store.start_ttl_sweeper()
+    assert sweepers() == ["agentkit-ttl-sweeper"]
+    assert future.cancel()  # LangGraph's way to stop a sync sweeper
+    assert await asyncio.to_thread(store.stop_ttl_sweeper, 30) is True
+    assert sweepers() == []
+    with AgentkitStore(backend) as store:
+        store.start_ttl_sweeper(sweep_interval_minutes=60)
+    assert sweepers() == []
+    assert store.stop_ttl_sweeper() is True  # nothing left to stop
+
+
+async def test_task_sweeper_sweeps_until_stopped(backend: Any, clock: Clock) -> None:
+    store = Watched(backend, scope=ACME, failures=1)
+    await store.aput(("t",), "k", {"v": 1}, ttl=1)
+    clock.advance(61)
+    task = await store.astart_ttl_sweeper(sweep_interval_minutes=1e-5)
+    assert await store.astart_ttl_sweeper() is task
+    while 1 not in store.counts:
+        await store.next_sweep()
+    assert await store.astop_ttl_sweeper() is True
+    assert task.done() and not task.cancelled() and sweeper_tasks() == []
+    assert await backend.scan(scope=ACME) == []
+
+
+async def test_task_sweeper_cancellation_leaves_no_task(backend: Any) -> None:
+    store = AgentkitStore(backend)
+    task = await store.astart_ttl_sweeper()
+    task.cancel()
+    await asyncio.wait({task})
+    assert task.cancelled() and sweeper_tasks() == []
+    again = await store.astart_ttl_sweeper()  # a stopped sweeper can be started again
+    assert again is not task and not again.done()
+    async with store:  # leaving the block stops it
+        pass
+    assert again.done() and sweeper_tasks() == []
+
+    class Stuck(AgentkitStore):
+        """A sweep that never ends: stopping must cancel it, not wait forever."""
+
+        started = asyncio.Event()
+
+        async def asweep_ttl(self) -> int:
+            self.started.set()
+            await asyncio.Event().wait()
+            return 0
+
+    stuck = Stuck(backend)
+    task = await stuck.astart_ttl_sweeper(sweep_interval_minutes=1e-5)
+    await stuck.started.wait()
+    assert await stuck.astop_ttl_sweeper(timeout=0) is True
+    assert task.cancelled() and sweeper_tasks() == []
+
+
+def test_from_conn_string_exit_stops_the_sweeper(tmp_path: Path) -> None:
+    with AgentkitStore.from_conn_string(str(tmp_path / "s.db"), ttl={"default_ttl": 1}) as store:
+        store.start_ttl_sweeper()
+        assert sweepers() == ["agentkit-ttl-sweeper"]
+    assert sweepers() == []
+
+
+async def test_afrom_conn_string_exit_stops_the_sweeper(tmp_path: Path) -> None:
+    async with AgentkitStore.afrom_conn_string(str(tmp_path / "s.db")) as store:
+        task = await store.astart_ttl_sweeper()
+        store.start_ttl_sweeper()
+    assert task.done() and sweeper_tasks() == [] and sweepers() == []
+
+
+def test_sweep_interval_is_checked() -> None:
+    for bad in (0, -1, float("inf"), True, "5"):
+        with pytest.raises(InvalidArgument):
+            AgentkitStore(ttl={"sweep_interval_minutes": bad})  # type: ignore[typeddict-item]
+        with pytest.raises(InvalidArgument):
+            AgentkitStore().start_ttl_sweeper(sweep_interval_minutes=bad)  # type: ignore[arg-type]
+    assert sweepers() == []
+
+
 # --- tenants ---
 
 
