@@ -611,17 +611,10 @@ class AgentkitStore(BaseStore):
         }
         for i, label in enumerate(op.namespace):
             meta[_seg(i)] = label
-        ttl = op.ttl
-        if ttl is not None:
-            if (
-                isinstance(ttl, bool)
-                or not isinstance(ttl, (int, float))
-                or not math.isfinite(ttl)
-                or ttl <= 0
-            ):
-                raise InvalidArgument(f"ttl must be a positive number of minutes, got {ttl!r}")
-            meta[_TTL] = float(ttl)
-            meta[_EXPIRES] = now + float(ttl) * 60.0
+        if op.ttl is not None:
+            ttl = _check_minutes("ttl", op.ttl)
+            meta[_TTL] = ttl
+            meta[_EXPIRES] = now + ttl * 60.0
         return Chunk(cid, text, meta)
 
     def _text(self, value: dict[str, Any], index: Any) -> str:
@@ -893,7 +886,7 @@ def _check_minutes(name: str, value: object) -> float:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise InvalidArgument(f"{name} must be positive minutes, got {value!r}")
+        raise InvalidArgument(f"{name} must be a positive number of minutes, got {value!r}")
     return float(value)
 
 

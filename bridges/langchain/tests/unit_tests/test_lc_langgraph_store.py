@@ -578,26 +578,32 @@ async def test_ttl_config_defaults(backend: Any, clock: Clock) -> None:
         AgentkitStore(backend, ttl={"default_tll": 1})  # type: ignore[typeddict-unknown-key]
 
 
+class Racing:
+    """An agentkit store whose next ``get`` or ``scan`` lets another caller's put land
+    after it has read (``race`` is that put; it runs once)."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryVectorStore(HashingEmbedder(dim=64))
+        self.race: Callable[[], Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def _raced(self, found: Any) -> Any:
+        race, self.race = self.race, None
+        if race is not None:
+            await race()
+        return found
+
+    async def get(self, ids: Sequence[str], *, scope: Scope) -> Any:
+        return await self._raced(await self.inner.get(ids, scope=scope))
+
+    async def scan(self, **kwargs: Any) -> Any:
+        return await self._raced(await self.inner.scan(**kwargs))
+
+
 async def test_a_refresh_never_writes_back_an_older_value(clock: Clock) -> None:
     """A put landing between a read and its TTL refresh survives the refresh."""
-
-    class Racing:
-        """An agentkit store whose next get lets another caller's put land first."""
-
-        def __init__(self) -> None:
-            self.inner = InMemoryVectorStore(HashingEmbedder(dim=64))
-            self.race: Callable[[], Any] | None = None
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
-
-        async def get(self, ids: Sequence[str], *, scope: Scope) -> Any:
-            found = await self.inner.get(ids, scope=scope)
-            race, self.race = self.race, None
-            if race is not None:
-                await race()
-            return found
-
     racing = Racing()
     store = AgentkitStore(racing)
     await store.aput(("t",), "k", {"v": "old"}, ttl=5)
@@ -653,24 +659,6 @@ async def test_sweep_spares_refreshed_and_rewritten_items(api: Api, clock: Clock
 
 async def test_sweep_never_deletes_a_put_landing_after_its_scan(clock: Clock) -> None:
     """The sweep deletes by the expiry it saw: a value put since then survives."""
-
-    class Racing:
-        """An agentkit store whose next scan lets another caller's put land after it."""
-
-        def __init__(self) -> None:
-            self.inner = InMemoryVectorStore(HashingEmbedder(dim=64))
-            self.race: Callable[[], Any] | None = None
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
-
-        async def scan(self, **kwargs: Any) -> Any:
-            page = await self.inner.scan(**kwargs)
-            race, self.race = self.race, None
-            if race is not None:
-                await race()
-            return page
-
     racing = Racing()
     store = AgentkitStore(racing)
     await store.aput(("t",), "k", {"v": "old"}, ttl=1)
