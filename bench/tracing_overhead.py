@@ -10,14 +10,17 @@ process without ``opentelemetry-api`` runs, since the decorator then wraps nothi
 
 Lines:
 - sdk: tracing on, an SDK TracerProvider with a SimpleSpanProcessor over an exporter that
-  drops every span (so the spans are built, ended and handed to an exporter), vs
+  drops every span (so every span is built, ended and handed to an exporter), vs
   untraced. Target <= 1.05x.
-- api: opentelemetry-api installed but no tracer provider configured (the no-op tracer),
-  vs untraced, measured in a child process since a process's provider is set once.
-  Target <= 1.05x.
-- floor: tracing on vs the least any instrumentation can do with the same SDK (a bare
-  span started, made current and ended around each call): what this instrumentation
-  costs beyond the SDK's own span. For context, no target.
+- sdk-batch: the same with a BatchSpanProcessor, the processor a deployment runs (spans
+  go to a queue, a background thread hands them to the exporter). Target <= 1.05x.
+- floor: the least any instrumentation of these five calls can cost with the same SDK
+  (a bare span started, made current and ended around each, no attributes) vs
+  untraced: what the SDK's own span machinery costs here. Context, no target.
+- share: tracing on vs those bare spans: what this instrumentation adds beyond the
+  SDK's span (attributes, record count, the wrapper). Context, no target.
+- api: opentelemetry-api installed but no tracer provider configured, vs untraced,
+  measured in a child process since a process's provider is set once. Target <= 1.05x.
 
 Median of per-round wall-time ratios over interleaved rounds (``_paired``).
 
@@ -74,9 +77,7 @@ def _text(i: int) -> str:
 def _untraced(cls: type[Any]) -> type[Any]:
     """The same class with the tracing wrapper taken off its methods."""
     plain = {
-        name: fn.__wrapped__
-        for name, fn in vars(cls).items()
-        if hasattr(fn, "__agentkit_traced__")
+        name: fn.__wrapped__ for name, fn in vars(cls).items() if hasattr(fn, "__agentkit_traced__")
     }
     return dataclasses.dataclass(type(cls.__name__, (cls,), plain))
 
@@ -87,11 +88,9 @@ class Entry:
     role: str = "user"
 
 
-def _bare(cls: type[Any]) -> type[Any]:
+def _bare(cls: type[Any], tracer: Any) -> type[Any]:
     """The same class with a minimal hand-written span around each traced method."""
     from opentelemetry import context, trace
-
-    tracer = trace.get_tracer("bench.bare")
 
     def spanned(fn: Any, operation: str) -> Any:
         async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -140,8 +139,12 @@ async def backends() -> Backends:
     return Backends(store, journal, context, files)
 
 
-def build(data: Backends, variant: str) -> CompositeMemory:
-    pick = {"traced": lambda c: c, "plain": _untraced, "bare": _bare}[variant]
+def build(data: Backends, variant: str, tracer: Any = None) -> CompositeMemory:
+    pick = {
+        "traced": lambda c: c,
+        "plain": _untraced,
+        "bare": lambda c: _bare(c, tracer),
+    }[variant]
     sources: Sequence[Any] = [
         pick(VectorMemory)(data.store),
         pick(JournalMemory)(data.journal, render=lambda e: e.text),
@@ -151,9 +154,11 @@ def build(data: Backends, variant: str) -> CompositeMemory:
     return pick(CompositeMemory)(list(sources))  # type: ignore[no-any-return]
 
 
-def measure(rounds: int, calls: int, base: str = "plain") -> Paired:
+def measure(
+    rounds: int, calls: int, ours: str = "traced", base: str = "plain", tracer: Any = None
+) -> Paired:
     data = asyncio.run(backends())
-    traced, plain = build(data, "traced"), build(data, base)
+    traced, plain = build(data, ours, tracer), build(data, base, tracer)
     ctx = Ctx(SCOPE)
     first = asyncio.run(traced.query(QUERY, k=4, ctx=ctx))
     assert [i.content for i in first] == [
@@ -167,10 +172,11 @@ def measure(rounds: int, calls: int, base: str = "plain") -> Paired:
     )
 
 
-def _install_sdk() -> list[int]:
-    from opentelemetry import trace
+def _provider(batch: bool) -> tuple[Any, list[int]]:
+    """An SDK TracerProvider whose exporter counts the spans it is handed and drops them."""
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
         SimpleSpanProcessor,
         SpanExporter,
         SpanExportResult,
@@ -184,9 +190,9 @@ def _install_sdk() -> list[int]:
             return SpanExportResult.SUCCESS
 
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(Drop()))
-    trace.set_tracer_provider(provider)
-    return exported
+    processor = BatchSpanProcessor(Drop()) if batch else SimpleSpanProcessor(Drop())
+    provider.add_span_processor(processor)
+    return provider, exported
 
 
 def main() -> None:
@@ -201,7 +207,12 @@ def main() -> None:
         print(*dataclasses.astuple(result))
         return
 
-    exported = _install_sdk()
+    from opentelemetry import trace
+
+    from agentkit.observability import set_tracer_provider
+
+    simple, exported = _provider(batch=False)
+    trace.set_tracer_provider(simple)  # the global one, as an application sets it
     print(f"{args.rounds} interleaved rounds x {args.calls} composite queries, 4 sources, k=4")
     sdk = measure(args.rounds, args.calls)
     ok_sdk = report(
@@ -213,14 +224,26 @@ def main() -> None:
     per_query = exported[0] / max(1, _queries(args))
     print(f"  spans exported: {exported[0]} ({per_query:.1f} per query)")
     _per_span("tracing_overhead_sdk", sdk)
-    floor = measure(args.rounds, args.calls, base="bare")
-    print("tracing on vs bare SDK spans around the same calls (this code's own share)")
-    print(f"  bare     : {floor.base_us:8.1f} us wall  {floor.base_cpu_us:8.1f} us cpu")
-    print(f"  ours     : {floor.ours_us:8.1f} us wall  {floor.ours_cpu_us:8.1f} us cpu")
-    print(f"  ratio    : {floor.ratio:8.3f}x wall (no target)   {floor.cpu_ratio:.3f}x cpu")
-    print(f"RESULT tracing_overhead_floor_ratio={floor.ratio:.4f}")
-    print(f"RESULT tracing_overhead_floor_cpu_ratio={floor.cpu_ratio:.4f}")
-    _per_span("tracing_overhead_floor", floor)
+
+    batch, _ = _provider(batch=True)
+    set_tracer_provider(batch)
+    sdk_batch = measure(args.rounds, args.calls)
+    set_tracer_provider(None)
+    batch.shutdown()
+    ok_batch = report(
+        "tracing_overhead_sdk_batch",
+        "tracing on (SDK, BatchSpanProcessor, dropping exporter) vs untraced",
+        sdk_batch,
+        TARGET,
+    )
+    _per_span("tracing_overhead_sdk_batch", sdk_batch)
+
+    bare_tracer = simple.get_tracer("bench.bare")
+    floor = measure(args.rounds, args.calls, ours="bare", tracer=bare_tracer)
+    _context("tracing_overhead_floor", "bare SDK spans (SimpleSpanProcessor) vs untraced", floor)
+    share = measure(args.rounds, args.calls, base="bare", tracer=bare_tracer)
+    _context("tracing_overhead_share", "tracing on vs bare SDK spans (this code's own share)",
+             share)
 
     child = subprocess.run(
         [sys.executable, __file__, "--api-only", "--rounds", str(args.rounds),
@@ -237,7 +260,18 @@ def main() -> None:
         TARGET,
     )
     _per_span("tracing_overhead_api", api)
-    print(f"RESULT tracing_overhead_target_met={int(ok_sdk and ok_api)}")
+    print(f"RESULT tracing_overhead_target_met={int(ok_sdk and ok_batch and ok_api)}")
+
+
+def _context(prefix: str, label: str, result: Paired) -> None:
+    """A line printed for reading the others by, without a verdict."""
+    print(label)
+    print(f"  baseline : {result.base_us:8.1f} us wall  {result.base_cpu_us:8.1f} us cpu")
+    print(f"  ours     : {result.ours_us:8.1f} us wall  {result.ours_cpu_us:8.1f} us cpu")
+    print(f"  ratio    : {result.ratio:8.3f}x wall (no target)   {result.cpu_ratio:.3f}x cpu")
+    print(f"RESULT {prefix}_ratio={result.ratio:.4f}")
+    print(f"RESULT {prefix}_cpu_ratio={result.cpu_ratio:.4f}")
+    _per_span(prefix, result)
 
 
 def _per_span(prefix: str, result: Paired) -> None:

@@ -686,3 +686,34 @@ def test_with_the_api_but_no_sdk_calls_go_straight_through() -> None:
         """
     )
     assert out.strip() == "['Paris']"
+
+
+def test_a_global_provider_set_after_the_first_call_still_gets_the_spans() -> None:
+    """No provider yet means no span, and nothing about that is remembered: an
+    application that configures OpenTelemetry after a first memory call loses nothing."""
+    out = _run_python(
+        """
+        import asyncio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+        from agentkit.kernel import Ctx
+        from agentkit.state.context import WorkingContext
+        from agentkit.state.memory import CompositeMemory, ScratchpadMemory
+
+        wc = WorkingContext(); wc.scratchpad["city"] = "Paris"
+        memory = CompositeMemory([ScratchpadMemory(wc)])
+        asyncio.run(memory.query("Paris", k=1, ctx=Ctx()))
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        asyncio.run(memory.query("Paris", k=1, ctx=Ctx()))
+        spans = exporter.get_finished_spans()
+        print(sorted(s.attributes["agentkit.memory.source.type"] for s in spans))
+        """
+    )
+    assert out.strip() == "['CompositeMemory', 'ScratchpadMemory']"

@@ -30,9 +30,13 @@ wrapped source's name), ``agentkit.memory.cache.hit`` on CachedMemory, and
 ``cancelled``.
 
 Cost: without ``opentelemetry-api`` the decorator returns the class untouched, so there
-is no wrapper at all. With the API but no SDK, the tracer hands back an invalid span and
-the wrapper calls straight through. What is known before the call goes into the span in
-one dict at its start; results and content are looked at only for a recording span.
+is no wrapper at all. With the API but no provider configured (the global one still the
+API's proxy) the wrapper calls straight through without building anything; the real
+provider's tracer is looked up once it is set, and kept, since the API sets it once.
+With a provider, what is known before the call goes into the span in one dict at its
+start (what a sampler may decide on); the current context is read once and handed to
+the SDK; results and content are looked at only for a recording span. The SDK's own
+span (start, sampling, ids, attributes, processors) is most of what remains.
 Spans go through the global tracer provider (or :func:`set_tracer_provider`'s) and the
 current OTel context, a contextvar, so they nest under whatever span the caller has
 open (a LangChain or LlamaIndex run traced through OpenTelemetry), and composite
@@ -133,8 +137,21 @@ def set_content_capture(enabled: bool | None) -> None:
 
 
 _TRACER_NAME = "agentkit.memory"
-# The global provider's tracer (a proxy until the application sets one), or an override.
-_tracer: Any = otel_trace.get_tracer(_TRACER_NAME) if TRACING_AVAILABLE else None
+# set_tracer_provider's tracer, which wins; else the global provider's, looked up once
+# that provider is a real one (the API lets it be set once, so it stays). While the
+# global provider is still the API's proxy nothing records, and calls go straight through.
+_override: Any = None
+_global: Any = None
+
+
+def _resolve_global() -> Any:
+    """The global provider's tracer, or None while that provider is the API's proxy."""
+    global _global
+    provider = otel_trace.get_tracer_provider()
+    if isinstance(provider, otel_trace.ProxyTracerProvider):
+        return None
+    _global = provider.get_tracer(_TRACER_NAME)
+    return _global
 
 
 def set_tracer_provider(provider: Any) -> None:
@@ -143,7 +160,7 @@ def set_tracer_provider(provider: Any) -> None:
     For an application that keeps several providers, and for tests, which can then
     leave the process-wide provider (settable once) alone.
     """
-    global _tracer
+    global _override
     if not TRACING_AVAILABLE:
         return
     if provider is not None and not callable(getattr(provider, "get_tracer", None)):
@@ -151,8 +168,7 @@ def set_tracer_provider(provider: Any) -> None:
             f"provider must be an OpenTelemetry TracerProvider or None, "
             f"got {type(provider).__name__}"
         )
-    source = otel_trace if provider is None else provider
-    _tracer = source.get_tracer(_TRACER_NAME)
+    _override = None if provider is None else provider.get_tracer(_TRACER_NAME)
 
 
 def content_capture_enabled() -> bool:
@@ -221,6 +237,7 @@ def _wrap(
 ) -> Callable[..., Awaitable[Any]]:
     kind = SpanKind.CLIENT if kind_name == "client" else SpanKind.INTERNAL
     attach, detach = otel_context.attach, otel_context.detach
+    current = otel_context.get_current
     in_context = otel_trace.set_span_in_context
     is_search = operation == SEARCH
     is_upsert = operation == UPSERT
@@ -228,6 +245,11 @@ def _wrap(
 
     @functools.wraps(fn)
     async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
+        tracer = _override
+        if tracer is None:
+            tracer = _global if _global is not None else _resolve_global()
+        if tracer is None:  # no provider configured: the API would only hand out no-ops
+            return await fn(self, *args, **kwargs)
         reached = _REACHED.get()
         if reached is not None:
             reached[0] = True
@@ -246,9 +268,14 @@ def _wrap(
             _count_items(attributes, args, kwargs)
         else:
             counted = _count_targets(attributes, args, kwargs)
-        span = _tracer.start_span(
+        # The current context, read once and handed on: the SDK would otherwise look it
+        # up again for the parent, the sampler and the processors.
+        parent = current()
+        if _OI_LANGCHAIN in sys.modules:
+            parent = _framework_parent(parent)
+        span = tracer.start_span(
             operation,
-            context=_framework_parent() if sys.modules.get(_OI_LANGCHAIN) else None,
+            context=parent,
             kind=kind,
             attributes=attributes,
             record_exception=False,
@@ -256,9 +283,9 @@ def _wrap(
         )
         if not span.is_recording():
             if not span.get_span_context().is_valid:
-                return await fn(self, *args, **kwargs)  # no SDK: the no-op tracer
+                return await fn(self, *args, **kwargs)  # a no-op tracer
             # Sampled out, yet still the parent: the sampler's "no" carries down.
-            token = attach(in_context(span))
+            token = attach(in_context(span, parent))
             try:
                 return await fn(self, *args, **kwargs)
             finally:
@@ -266,7 +293,7 @@ def _wrap(
                 span.end()
 
         inherited = _DEADLINE.get()
-        token = attach(in_context(span))
+        token = attach(in_context(span, parent))
         deadline_token = None
         reached_token = None
         mine: list[bool] | None = None
@@ -313,7 +340,7 @@ def _wrap(
 _OI_LANGCHAIN = "openinference.instrumentation.langchain"
 
 
-def _framework_parent() -> Any:
+def _framework_parent(current: Any) -> Any:
     """The LangChain run's span, when OpenInference traces LangChain and nothing is current.
 
     OpenInference's LangChain tracer never makes its run spans current (a callback that
@@ -322,16 +349,16 @@ def _framework_parent() -> Any:
     ``get_current_span`` finds the run's span from LangChain's child config, which the
     bridges pass down to the memory.
     """
-    if otel_trace.get_current_span().get_span_context().is_valid:
-        return None
+    if otel_trace.get_current_span(current).get_span_context().is_valid:
+        return current
     module = sys.modules.get(_OI_LANGCHAIN)
     try:
         if not module.LangChainInstrumentor().is_instrumented_by_opentelemetry:  # type: ignore[union-attr]
-            return None
+            return current
         span = module.get_current_span()  # type: ignore[union-attr]
     except Exception:
-        return None
-    return None if span is None else otel_trace.set_span_in_context(span)
+        return current
+    return current if span is None else otel_trace.set_span_in_context(span, current)
 
 
 def _is_traced(source: object) -> bool:
