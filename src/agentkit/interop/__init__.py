@@ -1,9 +1,11 @@
 """What both bridges need to put agentkit memory on a framework's own parts.
 
 The sync runner (one background loop, a wide pool for sync-only framework code),
-the tenancy codec for shared external stores (ids, stamps, widening) and the
-per-store filter dialects; one implementation, so the LangChain and LlamaIndex
-bridges cannot drift apart. Depends on the kernel only: no framework imports here.
+the tenancy codec for shared external stores (ids, stamps, widening), the
+per-store filter dialects and the scoped view of an agentkit store that each
+framework's ``AgentkitVectorStore`` wraps; one implementation, so the LangChain
+and LlamaIndex bridges cannot drift apart. Depends on the kernel and agentkit's
+own stores only: no framework imports here.
 """
 
 from agentkit.interop._dialects import (
@@ -20,6 +22,7 @@ from agentkit.interop._exact import SPACES, chroma_space, nearest
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._scores import usable_score
+from agentkit.interop._store_view import DEFAULT_STORE_PATH, StoreView, default_store_path
 from agentkit.interop._tenancy import (
     CHUNK_KEY,
     DOMAIN_KEY,
@@ -41,6 +44,7 @@ from agentkit.interop._tenancy import (
 
 __all__ = [
     "CHUNK_KEY",
+    "DEFAULT_STORE_PATH",
     "DIALECTS",
     "DOMAIN_KEY",
     "ID_PREFIX",
@@ -53,10 +57,12 @@ __all__ = [
     "Condition",
     "Dialect",
     "Seen",
+    "StoreView",
     "blocking_pool",
     "chroma_space",
     "chunk_id_of",
     "conditions",
+    "default_store_path",
     "dialect_for",
     "in_scope",
     "is_unscoped",

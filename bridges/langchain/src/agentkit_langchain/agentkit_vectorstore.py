@@ -11,7 +11,6 @@ The opposite direction, a LangChain store under agentkit, is ``LangChainVectorPo
 from __future__ import annotations
 
 import copy
-import os
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -23,15 +22,10 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from agentkit.interop import run_sync
+from agentkit.interop import StoreView, run_sync
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import (
-    InvalidArgument,
-    InvalidArgumentType,
-    StoreError,
-    UnsupportedOperation,
-)
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
 from agentkit.vector import HashingEmbedder
 from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
 from agentkit.vector.port import Chunk, Embedder, VectorPort
@@ -40,8 +34,6 @@ from agentkit_langchain.embeddings import AgentkitEmbeddings
 __all__ = ["AgentkitVectorStore", "LangChainEmbedder"]
 
 _T = TypeVar("_T")
-# The CLI's default store, so `agentkit-memory query` reads what this class wrote.
-_DEFAULT_PATH = os.path.join(".agentkit", "memory.db")
 _Scored = list[tuple[float, Chunk]]
 
 
@@ -102,8 +94,10 @@ class LangChainEmbedder:
         return row
 
     def _unit(self, rows: object, n: int) -> npt.NDArray[np.float32]:
-        matrix = np.asarray(rows, dtype=np.float32).reshape(n, -1) if n else np.zeros(
-            (0, self.dim), dtype=np.float32
+        matrix = (
+            np.asarray(rows, dtype=np.float32).reshape(n, -1)
+            if n
+            else np.zeros((0, self.dim), dtype=np.float32)
         )
         if matrix.shape != (n, self.dim):
             raise StoreError(
@@ -168,41 +162,29 @@ class AgentkitVectorStore(VectorStore):
         if isinstance(store, Embeddings) and embedding is None:
             # `InMemoryVectorStore(embeddings)` keeps working with only the class renamed.
             store, embedding = None, store
-        if store is not None:
-            if embedding is not None or path is not None or dim is not None:
-                raise InvalidArgument(
-                    "embedding=, path= and dim= build the default SQLite store; a store "
-                    "passed in embeds with its own embedder (wrap LangChain Embeddings in "
-                    "LangChainEmbedder when you build it)"
-                )
-            if not isinstance(store, VectorPort):
-                raise InvalidArgumentType(
-                    f"store must be an agentkit VectorPort, got {type(store).__name__}"
-                )
-            self._store: VectorPort = store
-            self._owned = False
-        else:
-            embedder = _embedder_for(embedding, dim)
-            from agentkit.vector.sqlite import SQLiteVectorStore  # only when it is the store
-
-            self._store = SQLiteVectorStore(_default_path(path), embedder=embedder)
-            self._owned = True
-        self._scope = check_scope(Scope() if scope is None else scope)
+        self._view = StoreView.open(
+            store,
+            scope=scope,
+            path=path,
+            embedder=lambda: _embedder_for(embedding, dim),
+            builder_args={"embedding": embedding, "path": path, "dim": dim},
+            wrap_hint="wrap LangChain Embeddings in LangChainEmbedder when you build it",
+        )
 
     def __repr__(self) -> str:
-        return f"AgentkitVectorStore({self._store!r}, scope={self._scope!r})"
+        return f"AgentkitVectorStore({self._view.store!r}, scope={self._view.scope!r})"
 
     # -- what it wraps -----------------------------------------------------------------
 
     @property
     def store(self) -> VectorPort:
         """The agentkit store every call goes to, shared by all ``bind`` views."""
-        return self._store
+        return self._view.store
 
     @property
     def scope(self) -> Scope:
         """The tenant this view reads and writes; change it with ``bind``, never in place."""
-        return self._scope
+        return self._view.scope
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -212,7 +194,7 @@ class AgentkitVectorStore(VectorStore):
         in ``AgentkitEmbeddings``, so LangChain code that reads this attribute gets the
         same vectors the store holds.
         """
-        embedder = getattr(self._store, "embedder", None)
+        embedder = getattr(self._view.store, "embedder", None)
         if isinstance(embedder, LangChainEmbedder):
             return embedder.embeddings
         return None if embedder is None else AgentkitEmbeddings(embedder)
@@ -220,19 +202,16 @@ class AgentkitVectorStore(VectorStore):
     def bind(self, scope: Scope) -> AgentkitVectorStore:
         """The same store seen from ``scope``; this object is left as it was."""
         twin = copy.copy(self)
-        twin._scope = check_scope(scope)
-        twin._owned = False  # closing a view must not close the store under the original
+        twin._view = self._view.bind(scope)  # a view never closes the original's store
         return twin
 
     def close(self) -> None:
         """Close the store if this object opened it; a store you passed in stays open."""
-        run_sync(self.aclose)
+        self._view.close()
 
     async def aclose(self) -> None:
         """Async ``close``: only a store this object opened is closed."""
-        close = getattr(self._store, "close", None)
-        if self._owned and close is not None:
-            await close()
+        await self._view.aclose()
 
     # -- writes ------------------------------------------------------------------------
 
@@ -323,7 +302,7 @@ class AgentkitVectorStore(VectorStore):
         if batch_size is not None:
             step = check_k(batch_size)
         for start in range(0, len(chunks), step):
-            await self._store.upsert(chunks[start : start + step], scope=self._scope)
+            await self._view.store.upsert(chunks[start : start + step], scope=self._view.scope)
         return ids
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -344,7 +323,7 @@ class AgentkitVectorStore(VectorStore):
             )
         wanted = check_ids(ids)
         if wanted:
-            await self._store.delete(wanted, scope=self._scope)
+            await self._view.store.delete(wanted, scope=self._view.scope)
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -353,13 +332,11 @@ class AgentkitVectorStore(VectorStore):
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The stored documents among ``ids``, in the order asked; missing ids skipped."""
-        get = _offered(
-            self._store, "get", "get_by_ids", "search with similarity_search instead"
-        )
+        get = self._view.offered("get", "get_by_ids", "search with similarity_search instead")
         wanted = check_ids(ids)
         if not wanted:
             return []
-        chunks: list[Chunk] = await get(wanted, scope=self._scope)
+        chunks: list[Chunk] = await get(wanted, scope=self._view.scope)
         return [_document(c) for c in chunks]
 
     # -- searches ----------------------------------------------------------------------
@@ -389,11 +366,13 @@ class AgentkitVectorStore(VectorStore):
         where = _filter(kwargs, "similarity_search")
         query = check_query(query)
         k = check_k(k)
-        embedder = getattr(self._store, "embedder", None)
-        if isinstance(embedder, LangChainEmbedder) and hasattr(self._store, "search_by_vector"):
+        embedder = getattr(self._view.store, "embedder", None)
+        if isinstance(embedder, LangChainEmbedder) and hasattr(
+            self._view.store, "search_by_vector"
+        ):
             hits = await self._by_vector(await embedder.embed_query(query), k, where)
         else:
-            hits = await self._store.search(query, k=k, scope=self._scope, where=where)
+            hits = await self._view.store.search(query, k=k, scope=self._view.scope, where=where)
         return [(_document(c), score) for score, c in hits]
 
     def similarity_search_by_vector(
@@ -493,11 +472,11 @@ class AgentkitVectorStore(VectorStore):
         return run_sync(make)
 
     def _embedder(self) -> Embedder:
-        embedder = getattr(self._store, "embedder", None)
+        embedder = getattr(self._view.store, "embedder", None)
         if embedder is None:
-            raise StoreError(f"{self._store!r} has no embedder; vector searches need one")
+            raise StoreError(f"{self._view.store!r} has no embedder; vector searches need one")
         if not isinstance(embedder, Embedder):
-            raise StoreError(f"{self._store!r}.embedder is not an agentkit Embedder")
+            raise StoreError(f"{self._view.store!r}.embedder is not an agentkit Embedder")
         return embedder
 
     async def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
@@ -509,28 +488,17 @@ class AgentkitVectorStore(VectorStore):
         k: int,
         where: dict[str, Any] | None,
     ) -> _Scored:
-        hits: _Scored = await self._vector_search()(vector, k=k, scope=self._scope, where=where)
+        hits: _Scored = await self._vector_search()(
+            vector, k=k, scope=self._view.scope, where=where
+        )
         return hits
 
     def _vector_search(self) -> Any:
-        return _offered(
-            self._store,
+        return self._view.offered(
             "search_by_vector",
             "searches by vector (similarity_search_by_vector, max_marginal_relevance_search)",
             "search by text with similarity_search, which the store embeds itself",
         )
-
-
-def _offered(store: VectorPort, method: str, needed_by: str, instead: str) -> Any:
-    """``store.method``, or UnsupportedOperation naming the store, the method and what to
-    use instead: a ``VectorPort`` need only upsert, search and delete."""
-    found = getattr(store, method, None)
-    if found is None:
-        raise UnsupportedOperation(
-            f"{type(store).__name__} has no {method}(), which AgentkitVectorStore {needed_by} "
-            f"needs; {instead}"
-        )
-    return found
 
 
 def _embedder_for(embedding: Embeddings | None, dim: int | None) -> Embedder:
@@ -543,12 +511,6 @@ def _embedder_for(embedding: Embeddings | None, dim: int | None) -> Embedder:
         if isinstance(inner, Embedder):
             return inner
     return LangChainEmbedder(embedding, dim=dim)
-
-
-def _default_path(path: str | Path | None) -> str | Path:
-    if path is not None:
-        return path
-    return os.environ.get("AGENTKIT_STORE") or _DEFAULT_PATH
 
 
 def _relevance(similarity: float) -> float:

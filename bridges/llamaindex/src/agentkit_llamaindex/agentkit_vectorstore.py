@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
-from agentkit.interop import run_sync
+from agentkit.interop import StoreView, run_sync
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import (
     InvalidArgument,
@@ -42,7 +41,7 @@ from agentkit.kernel.errors import (
     StoreError,
     UnsupportedOperation,
 )
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope
+from agentkit.kernel.validate import check_ids, check_k, check_query
 from agentkit.state.memory import CompositeMemory, MemoryItem, rrf_rerank
 from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
 from agentkit.vector.port import Chunk, Embedder, VectorPort
@@ -52,8 +51,6 @@ from agentkit_llamaindex.embedding import AgentkitEmbedding
 __all__ = ["AgentkitVectorStore", "LlamaIndexEmbedder"]
 
 _T = TypeVar("_T")
-# The CLI's default store, so `agentkit-memory query` reads what this class wrote.
-_DEFAULT_PATH = os.path.join(".agentkit", "memory.db")
 # LlamaIndex's own keys in a stored record (node_to_metadata_dict writes them).
 _NODE_CONTENT = "_node_content"
 _REF_DOC_KEY = "ref_doc_id"
@@ -182,9 +179,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
     is_embedding_query: bool = False
     flat_metadata: bool = False
 
-    _store: VectorPort = PrivateAttr()
-    _scope: Scope = PrivateAttr()
-    _owned: bool = PrivateAttr(default=False)
+    _view: StoreView = PrivateAttr()
 
     def __init__(
         self,
@@ -196,25 +191,14 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         dim: int | None = None,
     ) -> None:
         super().__init__(stores_text=True)
-        if store is not None:
-            if embed_model is not None or path is not None or dim is not None:
-                raise InvalidArgument(
-                    "embed_model=, path= and dim= build the default SQLite store; a store "
-                    "passed in embeds with its own embedder (wrap a LlamaIndex embed model "
-                    "in LlamaIndexEmbedder when you build it)"
-                )
-            if not isinstance(store, VectorPort):
-                raise InvalidArgumentType(
-                    f"store must be an agentkit VectorPort, got {type(store).__name__}"
-                )
-            self._store = store
-        else:
-            from agentkit.vector.sqlite import SQLiteVectorStore  # only when it is the store
-
-            embedder = _embedder_for(embed_model if embed_model is not None else None, dim)
-            self._store = SQLiteVectorStore(_default_path(path), embedder=embedder)
-            self._owned = True
-        self._scope = check_scope(Scope() if scope is None else scope)
+        self._view = StoreView.open(
+            store,
+            scope=scope,
+            path=path,
+            embedder=lambda: _embedder_for(embed_model, dim),
+            builder_args={"embed_model": embed_model, "path": path, "dim": dim},
+            wrap_hint="wrap a LlamaIndex embed model in LlamaIndexEmbedder when you build it",
+        )
 
     @classmethod
     def class_name(cls) -> str:
@@ -222,41 +206,39 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         return "AgentkitVectorStore"
 
     def __repr__(self) -> str:
-        return f"AgentkitVectorStore({self._store!r}, scope={self._scope!r})"
+        return f"AgentkitVectorStore({self._view.store!r}, scope={self._view.scope!r})"
 
     # -- what it wraps -----------------------------------------------------------------
 
     @property
     def client(self) -> VectorPort:
         """The agentkit store underneath."""
-        return self._store
+        return self._view.store
 
     @property
     def scope(self) -> Scope:
         """The tenant this view reads and writes; change it with ``bind``, never in place."""
-        return self._scope
+        return self._view.scope
 
     @property
     def embed_model(self) -> BaseEmbedding | None:
         """The store's model as a LlamaIndex embed model (for indexes built on this store)."""
-        embedder = getattr(self._store, "embedder", None)
+        embedder = getattr(self._view.store, "embedder", None)
         if isinstance(embedder, LlamaIndexEmbedder):
             return embedder.embed_model
         return None if embedder is None else AgentkitEmbedding(embedder)
 
     def bind(self, scope: Scope) -> AgentkitVectorStore:
         """The same store seen from ``scope``; this object is left as it was."""
-        return AgentkitVectorStore(self._store, scope=scope)
+        return AgentkitVectorStore(self._view.store, scope=scope)
 
     def close(self) -> None:
         """Close the store if this object opened it; a store you passed in stays open."""
-        run_sync(self.aclose)
+        self._view.close()
 
     async def aclose(self) -> None:
         """Async ``close``: only a store this object opened is closed."""
-        close = getattr(self._store, "close", None)
-        if self._owned and close is not None:
-            await close()
+        await self._view.aclose()
 
     # -- writes ------------------------------------------------------------------------
 
@@ -268,7 +250,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         """Upsert by node id: a known id is replaced in place. The store embeds the text."""
         chunks = [_chunk(node) for node in _node_list(nodes)]
         if chunks:
-            await self._store.upsert(chunks, scope=self._scope)
+            await self._view.store.upsert(chunks, scope=self._view.scope)
         return [c.id for c in chunks]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
@@ -309,7 +291,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         else:
             wanted = [c.id for c in await self._matching(node_ids, filters)]
         if wanted:
-            await self._store.delete(wanted, scope=self._scope)
+            await self._view.store.delete(wanted, scope=self._view.scope)
 
     def clear(self) -> None:
         """Sync ``aclear``: empties this scope only; other tenants keep their records."""
@@ -317,10 +299,10 @@ class AgentkitVectorStore(BasePydanticVectorStore):
 
     async def aclear(self) -> None:
         """Every record of this scope; other scopes are untouched."""
-        delete_scope = _offered(
-            self._store, "delete_scope", "clear", "delete_nodes(node_ids=...) removes by id"
+        delete_scope = self._view.offered(
+            "delete_scope", "clear", "delete_nodes(node_ids=...) removes by id"
         )
-        await delete_scope(scope=self._scope)
+        await delete_scope(scope=self._view.scope)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -398,7 +380,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         return where or None, keep
 
     async def _dense(self, query: VectorStoreQuery) -> _Search:
-        store, scope = self._store, self._scope
+        store, scope = self._view.store, self._view.scope
         embedder = getattr(store, "embedder", None)
         by_vector = getattr(store, "search_by_vector", None)
         if query.query_str is not None:
@@ -408,24 +390,24 @@ class AgentkitVectorStore(BasePydanticVectorStore):
                 return lambda n, where: by_vector(vector, k=n, scope=scope, where=where)
             return lambda n, where: store.search(text, k=n, scope=scope, where=where)
         if query.query_embedding is not None:
-            given = _offered(
-                store, "search_by_vector", "query by query_embedding", "send query_str"
+            given = self._view.offered(
+                "search_by_vector", "query by query_embedding", "send query_str"
             )
             vector = np.asarray(query.query_embedding, dtype=np.float32)
             return lambda n, where: given(vector, k=n, scope=scope, where=where)
         raise InvalidArgument("a query needs query_str or query_embedding")
 
     def _lexical(self, query: VectorStoreQuery) -> _Search:
-        lexical = getattr(self._store, "lexical_search", None)
+        lexical = getattr(self._view.store, "lexical_search", None)
         if lexical is None:
             raise InvalidArgument(
-                f"{type(self._store).__name__} has no word index; text_search, sparse and "
+                f"{type(self._view.store).__name__} has no word index; text_search, sparse and "
                 "hybrid queries need a store with lexical_search (SQLite, Postgres)"
             )
         if query.query_str is None:
             raise InvalidArgument("text_search, sparse and hybrid queries need query_str")
         text = check_query(query.query_str)
-        scope = self._scope
+        scope = self._view.scope
         return lambda n, where: lexical(text, k=n, scope=scope, where=where)
 
     async def _hybrid(
@@ -443,7 +425,7 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         dense_hits = await _widened(await self._dense(query), depth, where, keep)
         word_hits = await _widened(lexical, depth, where, keep)
         text = check_query(query.query_str)
-        return await _fused_by_rrf(text, dense_hits, word_hits, float(alpha), k, self._scope)
+        return await _fused_by_rrf(text, dense_hits, word_hits, float(alpha), k, self._view.scope)
 
     async def _mmr(
         self,
@@ -457,11 +439,11 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
         lambda_mult = check_lambda(0.5 if threshold is None else threshold, "mmr_threshold")
         fetch_k = _prefetch(k, kwargs)
-        embedder = getattr(self._store, "embedder", None)
+        embedder = getattr(self._view.store, "embedder", None)
         if not isinstance(embedder, Embedder):
             raise UnsupportedOperation(
-                f"{type(self._store).__name__} has no agentkit embedder, which AgentkitVectorStore "
-                "mmr queries need to compare candidates; use the default mode"
+                f"{type(self._view.store).__name__} has no agentkit embedder, which "
+                "AgentkitVectorStore mmr queries need to compare candidates; use the default mode"
             )
         candidates = await _widened(await self._dense(query), fetch_k, where, keep)
         if query.query_str is not None:
@@ -475,17 +457,15 @@ class AgentkitVectorStore(BasePydanticVectorStore):
     ) -> list[Chunk]:
         passes = predicate(filters)
         if node_ids is not None:
-            get = _offered(
-                self._store,
+            get = self._view.offered(
                 "get",
                 "get_nodes(node_ids=...)",
                 "query with VectorStoreQuery(node_ids=...) instead",
             )
             wanted = check_ids(node_ids)
-            found: list[Chunk] = await get(wanted, scope=self._scope) if wanted else []
+            found: list[Chunk] = await get(wanted, scope=self._view.scope) if wanted else []
             return [c for c in found if passes(c.metadata)]
-        scan = _offered(
-            self._store,
+        scan = self._view.offered(
             "scan",
             "get_nodes without node_ids (and delete_nodes by filters)",
             "pass node_ids, or query with MetadataFilters",
@@ -494,17 +474,19 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         after: str | None = None
         where = pushdown(filters) or None
         while True:
-            page: list[Chunk] = await scan(scope=self._scope, where=where, after=after, limit=_PAGE)
+            page: list[Chunk] = await scan(
+                scope=self._view.scope, where=where, after=after, limit=_PAGE
+            )
             out.extend(c for c in page if passes(c.metadata))
             if len(page) < _PAGE:
                 return out
             after = page[-1].id
 
     async def _forget(self, where: dict[str, Any]) -> None:
-        delete_where = _offered(
-            self._store, "delete_where", "delete(ref_doc_id)", "delete_nodes(node_ids=...)"
+        delete_where = self._view.offered(
+            "delete_where", "delete(ref_doc_id)", "delete_nodes(node_ids=...)"
         )
-        await delete_where(where, scope=self._scope)
+        await delete_where(where, scope=self._view.scope)
 
 
 def _prefetch(k: int, kwargs: Mapping[str, Any]) -> int:
@@ -529,24 +511,6 @@ def _prefetch(k: int, kwargs: Mapping[str, Any]) -> int:
 
 def _sync(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     return run_sync(make)
-
-
-def _offered(store: VectorPort, method: str, needed_by: str, instead: str) -> Any:
-    """``store.method``, or UnsupportedOperation naming the store, the method and what to
-    use instead: a ``VectorPort`` need only upsert, search and delete."""
-    found = getattr(store, method, None)
-    if found is None:
-        raise UnsupportedOperation(
-            f"{type(store).__name__} has no {method}(), which AgentkitVectorStore {needed_by} "
-            f"needs; {instead}"
-        )
-    return found
-
-
-def _default_path(path: str | Path | None) -> str | Path:
-    if path is not None:
-        return path
-    return os.environ.get("AGENTKIT_STORE") or _DEFAULT_PATH
 
 
 def _embedder_for(embed_model: BaseEmbedding | None, dim: int | None) -> Embedder:
