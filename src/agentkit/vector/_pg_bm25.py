@@ -316,7 +316,8 @@ def terms_statement() -> sql.Composed:
     """The query's lexemes (PostgreSQL's own analysis): df, bounds, the bucket's N and length."""
     return sql.SQL(
         "SELECT q.lexeme, coalesce(t.df, 0), coalesce(s.docs, 0), coalesce(s.tokens, 0),"
-        " t.max_tf, t.min_dl"
+        " t.max_tf, t.min_dl,"
+        " (SELECT c.reltuples FROM pg_class AS c WHERE c.oid = %(table)s::regclass)"
         " FROM unnest(to_tsvector('english'::regconfig, %(text)s)) AS q"
         " LEFT JOIN {terms} AS t ON t.collection = %(c)s AND t.org_id = %(org)s"
         "  AND t.domain_id = %(dom)s AND t.lexeme = q.lexeme"
@@ -325,7 +326,9 @@ def terms_statement() -> sql.Composed:
     ).format(terms=sql.Identifier(TERMS_TABLE), scopes=sql.Identifier(SCOPES_TABLE))
 
 
-def score_statement(table: sql.Identifier, where: sql.Composable) -> sql.Composed:
+def score_statement(
+    table: sql.Identifier, where: sql.Composable, *, through_words: bool = False
+) -> sql.Composed:
     """Exact BM25 of the bucket's rows matching any tsquery in ``%(find)s``, top ``%(limit)s``.
 
     ``%(lex)s`` (sorted) and ``%(idf)s`` are the query's lexemes and their idf, and
@@ -336,6 +339,13 @@ def score_statement(table: sql.Identifier, where: sql.Composable) -> sql.Compose
     before it is unnested. ``find`` is an array so that each candidate clause is its own
     GIN search, OR-ed in one bitmap: a clause's rarest lexeme drives GIN's skipping, which
     one big OR-ed tsquery would lose. Only the winners' text and metadata are read.
+
+    ``through_words``: the bucket is checked with IS NOT DISTINCT FROM (the same test
+    on these NOT NULL columns, but no index condition), so the rows can only come from
+    the word index. The planner prices matching a many-clause tsquery array as nearly
+    free per row and would otherwise read a large bucket whole through the primary
+    key, matching every row; the caller asks for this when the bucket is a good part
+    of the table, and leaves a small bucket in a big shared table to the planner.
     """
     return sql.SQL(
         "WITH hit AS (SELECT r.id, ("
@@ -346,7 +356,7 @@ def score_statement(table: sql.Identifier, where: sql.Composable) -> sql.Compose
         "   FROM unnest(ts_filter(setweight(r.tsv, 'A', %(lex)s::text[]), '{{a}}')) AS u)"
         "   AS score"
         "  FROM {t} AS r"
-        "  WHERE r.org_id = %(org)s AND r.domain_id = %(dom)s"
+        "  WHERE {bucket}"
         "  AND r.tsv @@ ANY(%(find)s::tsquery[]){w}"
         "  ORDER BY score DESC, r.id LIMIT %(limit)s)"
         " SELECT hit.score, r.id, r.text, r.metadata FROM hit JOIN {t} AS r"
@@ -355,6 +365,11 @@ def score_statement(table: sql.Identifier, where: sql.Composable) -> sql.Compose
     ).format(
         t=table,
         w=where,
+        bucket=sql.SQL(
+            "(r.org_id, r.domain_id) IS NOT DISTINCT FROM (%(org)s, %(dom)s)"
+            if through_words
+            else "r.org_id = %(org)s AND r.domain_id = %(dom)s"
+        ),
         k1=sql.Literal(K1),
         k1p=sql.Literal(K1 + 1.0),
         b=sql.Literal(B),

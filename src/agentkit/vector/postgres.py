@@ -783,18 +783,22 @@ class PostgresVectorStore:
             return []
         pool = await self._ready()
         clause, params, complete = where_clause(flt)
-        stmt = _pg_bm25.score_statement(self._table, clause)
         async with self._connection(pool) as conn, self._snapshot(conn):
             cur = await conn.execute(
                 _pg_bm25.terms_statement(),
-                {"c": self.collection, "org": org, "dom": dom, "text": text},
+                {"c": self.collection, "org": org, "dom": dom, "text": text,
+                 "table": self.collection},
             )
             terms: dict[str, _pg_bm25.Term] = {}
             rows = await cur.fetchall()
             if not rows or not int(rows[0][2]):
                 return []
             docs, avgdl = int(rows[0][2]), int(rows[0][3]) / int(rows[0][2])
-            for lexeme, df, _, _, max_tf, min_dl in rows:
+            # A bucket holding a fifth of the table or more is searched through GIN.
+            stmt = _pg_bm25.score_statement(
+                self._table, clause, through_words=5 * docs >= float(rows[0][6] or 0)
+            )
+            for lexeme, df, _, _, max_tf, min_dl, _ in rows:
                 if df > 0:
                     terms[lexeme] = _pg_bm25.term(lexeme, int(df), docs, avgdl, max_tf, min_dl)
             if not terms:
@@ -836,8 +840,14 @@ class PostgresVectorStore:
 
     @contextlib.asynccontextmanager
     async def _snapshot(self, conn: _Conn) -> AsyncIterator[None]:
-        """A read-only REPEATABLE READ transaction on an autocommit connection."""
-        await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        """A read-only REPEATABLE READ transaction on an autocommit connection.
+
+        Sequential scans are off inside it: a bucket's rows are reached through an index
+        (the word index or the primary key), never by reading every tenant's rows.
+        """
+        await conn.execute(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL enable_seqscan = off"
+        )
         try:
             yield
         except BaseException:
