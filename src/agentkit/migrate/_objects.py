@@ -26,7 +26,7 @@ def from_langchain(store: Any, *, page: int = PAGE) -> Source:
     elif isinstance(getattr(store, "store", None), dict):
         source = Source("langchain", name, paged(_in_memory(store.store), page),
                         total=len(store.store))
-    elif callable(getattr(store, "get", None)) and hasattr(store, "_collection"):
+    elif all(callable(getattr(store, a, None)) for a in ("get", "delete_collection")):
         source = Source("langchain", name, _chroma_pages(store, page))
     else:
         raise InvalidArgumentType(

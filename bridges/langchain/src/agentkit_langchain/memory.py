@@ -270,11 +270,18 @@ async def _exact(store: Any, where: Any, query: str, n: int, got: int) -> list[D
 
 
 def _is_sync_only(retriever: Any) -> bool:
-    """True when the retriever's async path is LangChain's default thread hand-off."""
+    """True when the retriever's async path is LangChain's default thread hand-off.
+
+    ``_aget_relevant_documents`` is the hook ``BaseRetriever``'s documentation tells
+    retriever implementers to override with a native async path, so it is part of the
+    public subclassing contract; it is looked up on the class, never called. A
+    retriever without one keeps LangChain's: the base class's method or, for a legacy
+    ``_get_relevant_documents`` without ``run_manager``, the hand-off that
+    ``BaseRetriever`` installs for it. Both are defined in ``langchain_core.retrievers``,
+    where no retriever's own code lives, so that is what is checked.
+    """
     if not isinstance(retriever, BaseRetriever):
         return False
     method = type(retriever)._aget_relevant_documents
-    return method is BaseRetriever._aget_relevant_documents or (
-        "__init_subclass__" in getattr(method, "__qualname__", "")
-    )
+    return getattr(method, "__module__", None) == BaseRetriever.__module__
 

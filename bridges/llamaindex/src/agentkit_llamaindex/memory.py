@@ -27,7 +27,6 @@ from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, pushdown, query_bundle
 from agentkit_llamaindex.mapping import from_node
 from agentkit_llamaindex.retriever import AgentkitRetriever
-from agentkit_llamaindex.vectorstore import _index_embed_model
 
 __all__ = ["LlamaIndexMemory"]
 
@@ -122,13 +121,15 @@ class _IndexSpec:
         if not is_chroma(store) or not plain or set(self.kwargs) - _PLAIN_KEYWORDS:
             return None
         filters, _ = self._filters(where)
-        model = self.kwargs.get("embed_model") or _index_embed_model(self.index)
         docstore = self.index.docstore
 
         def ranked(bundle: QueryBundle, n: int, got: int) -> list[NodeWithScore] | None:
-            vector = bundle.embedding or model.get_agg_embedding_from_queries(
-                bundle.embedding_strs
-            )
+            # The retriever's own query vector: VectorIndexRetriever's (sync) retrieve
+            # embeds the bundle it is handed, with its embed model, and keeps the vector
+            # there, so the exact ranking uses the very vector the store was asked with.
+            vector = bundle.embedding
+            if vector is None:
+                return None  # nothing was embedded: the store's answer stands
             result = exact_query(store, vector, n, filters, got)
             if result is None:
                 return None

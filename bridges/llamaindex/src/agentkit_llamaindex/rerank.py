@@ -15,6 +15,12 @@ __all__ = ["PostprocessorReranker"]
 
 
 def _sync_only(postprocessor: BaseNodePostprocessor) -> bool:
+    """Whether the postprocessor's async path is LlamaIndex's default (the sync one).
+
+    ``_apostprocess_nodes`` is the hook LlamaIndex documents for postprocessor
+    subclasses to override with a native async path; it is compared on the class,
+    never called (nothing public says whether a postprocessor has one).
+    """
     return type(postprocessor)._apostprocess_nodes is BaseNodePostprocessor._apostprocess_nodes
 
 
