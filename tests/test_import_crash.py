@@ -1,4 +1,5 @@
-"""An import killed with ``kill -9`` mid-way leaves a store that a re-run completes.
+"""An import killed with ``kill -9`` (or cancelled) mid-way leaves a store that a re-run
+completes.
 
 The import overlaps writing one batch with reading and embedding the next, so the kill
 here lands while a write may be in flight. What a user relies on afterwards: the file
@@ -8,6 +9,7 @@ writes exactly what is missing and verifies every id, and a third run changes no
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -16,6 +18,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from agentkit.kernel import Scope
 from agentkit.migrate import Record, copy
@@ -122,3 +126,25 @@ async def test_kill_9_mid_import_then_rerun_completes_and_a_third_run_changes_no
         assert third.verified and third.held == N
         assert (third.new, third.updated, third.unchanged) == (0, 0, N)
     assert whole_rows(db) == N
+
+
+async def test_a_cancelled_import_leaves_no_task_and_whole_writes_a_rerun_completes(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "store.db"
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(DIM)) as store:
+        job: asyncio.Task[object] | None = None
+
+        def landed(n: int) -> None:  # the first write has landed: give up now
+            assert job is not None
+            job.cancel()
+
+        job = asyncio.create_task(copy(records(), store, scope=SCOPE, progress=landed))
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        assert asyncio.all_tasks() == {asyncio.current_task()}  # no write left behind
+        held = await store.count(scope=SCOPE)
+        assert held % WRITE_ROWS == 0 and 0 < held < N  # whole writes only
+        again = await copy(records(), store, scope=SCOPE)
+        assert again.verified and again.held == N
+        assert (again.new, again.unchanged) == (N - held, held)
