@@ -141,14 +141,18 @@ def _missing_collection(store: BasePydanticVectorStore) -> bool:
 def _index_embed_model(index: VectorStoreIndex) -> BaseEmbedding:
     """The model ``index`` embeds with, for a port built without ``embed_model=``.
 
-    The bridge's ONLY read of a LlamaIndex private attribute, kept here on purpose.
-    llama-index-core gives ``VectorStoreIndex`` no public accessor for its embed
-    model, and the public paths that use it implicitly do not fit the port:
-    ``insert_nodes`` embeds inside the write, so a caller that times out while the
-    text embeds could no longer be told "failed" with nothing landing later; and a
-    ``VectorIndexRetriever`` (which embeds the query) raises ``KeyError`` on the
-    FAISS rows this port has unmapped. ``LlamaIndexVectorPort(index,
-    embed_model=...)`` and ``from_vector_store`` never come here.
+    The bridges' ONLY read of a framework's private attribute, kept here on purpose
+    and read once, when the port is built. llama-index-core gives ``VectorStoreIndex``
+    no public accessor for its embed model and no public way to compare it with
+    ``Settings.embed_model`` (its own retrievers read this same attribute). The public
+    paths that use it implicitly do not fit the port: ``insert_nodes`` embeds inside
+    the write, so a caller that times out while the text embeds could no longer be
+    told "failed" with nothing landing later; a ``VectorIndexRetriever`` embeds the
+    query only as part of its own store query (one more store round per search), and
+    raises ``KeyError`` on the FAISS rows this port has unmapped. Defaulting to
+    ``Settings.embed_model`` instead would silently mix two models' vectors in an
+    index built with its own. ``LlamaIndexVectorPort(index, embed_model=...)`` and
+    ``from_vector_store`` never come here.
     """
     model = getattr(index, "_embed_model", None)
     if not isinstance(model, BaseEmbedding):
