@@ -8,6 +8,7 @@ two halves of a ranked query; async on the test's loop, and sync through
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Callable
@@ -183,3 +184,50 @@ def test_sync_from_conn_string_and_threads(db_url: str) -> None:
         assert keys(store.search(("mem", "u3"), query="tea")) == ["fact"]
     with AgentkitStore.from_conn_string(db_url, scope=GLOBEX) as store:
         assert store.search(("mem",)) == []
+
+
+async def test_sweep_on_postgres_deletes_only_this_scopes_expired_items(
+    make_store: Callable[..., PostgresVectorStore], clock: Clock
+) -> None:
+    backend = make_store()
+    acme = AgentkitStore(backend, scope=ACME)
+    globex = acme.bind(GLOBEX)
+    await acme.aput(("t",), "gone", {"text": "x"}, ttl=1)
+    await acme.aput(("t",), "read", {"text": "x"}, ttl=1)
+    await acme.aput(("t",), "forever", {"text": "x"})
+    await globex.aput(("t",), "gone", {"text": "x"}, ttl=1)
+    clock.now += 50
+    assert await acme.aget(("t",), "read") is not None  # refreshes
+    clock.now += 20
+    assert await acme.asweep_ttl() == 1  # the expiry matched exactly through jsonb
+    assert sorted(c.metadata["lg_key"] for c in await backend.scan(scope=ACME)) == [
+        "forever",
+        "read",
+    ]
+    assert [c.metadata["lg_key"] for c in await backend.scan(scope=GLOBEX)] == ["gone"]
+    # The task sweeper on this loop: started, sweeping the other tenant, stopped clean.
+    swept = threading.Event()
+
+    class Watched(AgentkitStore):
+        async def asweep_ttl(self) -> int:
+            count = await super().asweep_ttl()
+            if count:
+                swept.set()
+            return count
+
+    watched = Watched(backend, scope=GLOBEX)
+    task = await watched.astart_ttl_sweeper(sweep_interval_minutes=1e-5)
+    assert await asyncio.to_thread(swept.wait, 30)
+    assert await watched.astop_ttl_sweeper() is True and task.done()
+    assert await backend.scan(scope=GLOBEX) == []
+
+
+def test_sync_sweep_and_sweeper_thread_on_postgres(db_url: str, clock: Clock) -> None:
+    with AgentkitStore.from_conn_string(db_url, scope=ACME, ttl={"default_ttl": 1}) as store:
+        store.put(("t",), "gone", {"text": "x"})
+        store.put(("t",), "forever", {"text": "x"}, ttl=None)
+        clock.now += 61
+        assert store.sweep_ttl() == 1
+        assert keys(store.search(("t",))) == ["forever"]
+        store.start_ttl_sweeper()
+    assert not [t for t in threading.enumerate() if t.name == "agentkit-ttl-sweeper"]
