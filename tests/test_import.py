@@ -424,14 +424,16 @@ async def test_generic_records_skip_with_reasons_and_keep_the_rest() -> None:
         Record("d", "bad \ud800 text", {}),
         Record("e", "nul \x00 inside", {}),
         Record("f", "fine", {"nested": {"k": [1, None]}}, vector=[1.0, 2.0]),
+        Record("g", "deep surrogate", {"nested": ["ok", {"k": "x\udc00"}]}),
+        Record("h", "surrogate key", {"bad \ud800 key": 1}),
     ]
     report = await copy(records, store, scope=SCOPE, source_embedder="hashing", page=4)
-    assert report.read == 9 and report.new == 2 and report.skipped_total == 7
+    assert report.read == 11 and report.new == 2 and report.skipped_total == 9
     assert report.skipped == {
         "duplicate id (the first copy was kept)": 1,
         "id is not a non-empty string": 2,
         "empty text": 2,
-        "not valid Unicode (lone surrogate)": 1,
+        "not valid Unicode (lone surrogate)": 3,
         "NUL character in text or metadata": 1,
     }
     # "f" declared the store's model but its vector is 2 wide: embedded, and said so.

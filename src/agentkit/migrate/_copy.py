@@ -31,10 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import AgentkitError, InvalidArgument, InvalidArgumentType
-from agentkit.kernel.validate import check_scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.validate import check_scope, lone_surrogate
 from agentkit.migrate._source import PAGE, Record, Source, canonical_embedder, records_source
-from agentkit.vector.port import Chunk, check_chunks
+from agentkit.vector.port import Chunk
 
 _EXAMPLES = 5  # ids kept per skip reason, to show the user which ones
 # Records per store write (one transaction): large enough that the per-write commit is
@@ -232,10 +232,6 @@ async def _prepare(
         checked = _screen(record, seen, report)
         if checked is not None:
             candidates.append(checked)
-    try:  # the stores' own check, on the page at once; one by one only to find culprits
-        check_chunks([c for c, _ in candidates])
-    except AgentkitError:
-        candidates = [(c, v) for c, v in candidates if _unicode_ok(c, report)]
     out = _Page([], [])
     if not candidates:
         return out
@@ -283,16 +279,13 @@ def _screen(record: Record, seen: set[str], report: CopyReport) -> tuple[Chunk, 
         return _skip(report, "metadata is not JSON-serialisable", rid)
     if "\x00" in text or "\\u0000" in form:
         return _skip(report, "NUL character in text or metadata", rid)
+    # What the stores' own batch check refuses, decided here so one bad record is
+    # skipped rather than failing its whole write. The JSON form (ensure_ascii=False
+    # keeps every character) holds each key and value, at any depth, so a lone
+    # surrogate anywhere in the metadata is found at C speed, without a second walk.
+    if any(lone_surrogate(part) is not None for part in (rid, text, form)):
+        return _skip(report, "not valid Unicode (lone surrogate)", rid)
     return Chunk(rid, text, meta), record.vector
-
-
-def _unicode_ok(chunk: Chunk, report: CopyReport) -> bool:
-    try:
-        check_chunks([chunk])
-    except AgentkitError:
-        _skip(report, "not valid Unicode (lone surrogate)", chunk.id)
-        return False
-    return True
 
 
 def _skip(report: CopyReport, reason: str, rid: str) -> tuple[Chunk, Any] | None:
