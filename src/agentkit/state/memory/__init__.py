@@ -16,7 +16,12 @@ from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._merge import DedupeMode
 from agentkit.state.memory._protocol import MemorySource, Reranker
 from agentkit.state.memory._readonly import OnWritePolicy, ReadOnlyMemory
-from agentkit.state.memory._rerank import HYBRID_RRF_CONSTANT, rrf_rerank, score_sort_rerank
+from agentkit.state.memory._rerank import (
+    HYBRID_RRF_CONSTANT,
+    HYBRID_TIES,
+    rrf_rerank,
+    score_sort_rerank,
+)
 from agentkit.state.memory._scoped import ScopedMemory
 from agentkit.state.memory._sequential import SequentialMemory
 from agentkit.state.memory._sources.files import FileMemory
@@ -29,6 +34,7 @@ from agentkit.state.memory._sources.vector import VectorMemory
 
 __all__ = [
     "HYBRID_RRF_CONSTANT",
+    "HYBRID_TIES",
     "CachedMemory",
     "CompactedMemory",
     "CompositeMemory",

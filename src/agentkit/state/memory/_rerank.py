@@ -31,6 +31,16 @@ list deserves more trust. The CLI's hybrid stack and the LangGraph store's hybri
 search both fuse with it, so the same query ranks the same way in either.
 """
 
+HYBRID_TIES = "lexical"
+"""Which half settles exact ties when agentkit's hybrid search fuses with RRF.
+
+Rank sums tie constantly (a chunk 1st by meaning and 3rd by words scores exactly what
+one 3rd by meaning and 1st by words does), so the tie-breaker decides real places in
+the top ten. BM25's order is the one to trust there: an exact-term match is the
+stronger zero-shot signal on technical text, and the lexical half is the stronger one
+alone on the SciFact evaluation. Pass it as ``rrf_rerank(..., ties=HYBRID_TIES)``.
+"""
+
 SourceRanks = Mapping[int, Mapping[str, int]]
 """``{id(item): {source name: 1-based rank in that source's own list}}``."""
 
@@ -82,6 +92,7 @@ async def rrf_rerank(
     k: int,
     weights: Mapping[str, float] | None = None,
     constant: float = RRF_K,
+    ties: str | None = None,
 ) -> list[MemoryItem]:
     """Reciprocal rank fusion: score = sum of ``weight / (constant + rank)`` per source.
 
@@ -101,6 +112,10 @@ async def rrf_rerank(
         k: How many items to keep.
         weights: Per-source multipliers, by source name; a missing source weighs 1.0.
         constant: Added to every rank; damps how much the first places dominate.
+        ties: A source whose own order settles exact ties of fused score (items it
+            did not return come after those it did). Ties are common, not rare: two
+            items at mirrored ranks (1st and 3rd against 3rd and 1st) sum to the same
+            score. ``None`` keeps pool order (the first-listed member's items first).
 
     Returns:
         The ``k`` best items by fused score, best first, as new items.
@@ -116,12 +131,15 @@ async def rrf_rerank(
         raise InvalidArgumentType(f"constant must be a number, got {type(constant).__name__}")
     if not math.isfinite(constant) or constant < 0:
         raise InvalidArgument(f"constant must be finite and >= 0, got {constant!r}")
+    if ties is not None and not isinstance(ties, str):
+        raise InvalidArgumentType(f"ties must be a source name (str), got {type(ties).__name__}")
     thunk = _SOURCE_RANKS.get()
     published = thunk() if thunk is not None else None
     seen: dict[str, int] = {}
-    # (-fused score, position, item): positions are unique, so items are never
-    # compared and the plain tuple sort is stable on ties.
-    fused: list[tuple[float, int, MemoryItem]] = []
+    # (-fused score, rank in ``ties``'s list, position, item): positions are unique,
+    # so items are never compared and the plain tuple sort is stable on ties.
+    unranked = len(items) + 1
+    fused: list[tuple[float, int, int, MemoryItem]] = []
     for position, item in enumerate(items):
         ranks = published.get(id(item)) if published is not None else None
         if ranks is None:
@@ -135,9 +153,10 @@ async def rrf_rerank(
             total = weight(src) / (constant + rank)
         else:
             total = math.fsum(weight(src) / (constant + rank) for src, rank in ranks.items())
-        fused.append((-total, position, item))
+        tie = unranked if ties is None else ranks.get(ties, unranked)
+        fused.append((-total, tie, position, item))
     fused.sort()
-    return [_evolve(item, -negated, item.metadata) for negated, _, item in fused[:k]]
+    return [_evolve(item, -negated, item.metadata) for negated, _, _, item in fused[:k]]
 
 
 def _sources_of(item: MemoryItem) -> tuple[str, ...]:
