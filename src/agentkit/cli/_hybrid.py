@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentkit.kernel.ctx import Ctx
-from agentkit.state.memory import HYBRID_RRF_CONSTANT as RRF_CONSTANT
 from agentkit.state.memory import (
+    HYBRID_RRF_CONSTANT,
     HYBRID_TIES,
     CompositeMemory,
     LexicalMemory,
@@ -38,6 +38,7 @@ from agentkit.state.memory import (
 
 Mode = Literal["dense", "lexical", "hybrid"]
 MODES: tuple[Mode, ...] = ("dense", "lexical", "hybrid")
+RRF_CONSTANT = HYBRID_RRF_CONSTANT  # the CLI's name for it (query --explain prints it)
 
 
 @dataclass
