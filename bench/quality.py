@@ -9,13 +9,15 @@ vectors come from MiniLM (the bundled all-MiniLM-L6-v2) and are cached under
 minutes. The SQLite store is kept there too; re-runs skip the unchanged corpus.
 
 Rows:
-- lexical / dense / hybrid: ``agentkit-memory eval`` machinery (FTS5 bm25, MiniLM cosine,
-  CompositeMemory + rrf_rerank over both with the CLI's RRF constant of 20, each half
-  read 100 deep).
+- lexical / dense / hybrid: ``agentkit-memory eval`` machinery (BM25 in the store's
+  per-scope tantivy index, MiniLM cosine, CompositeMemory + rrf_rerank over both with
+  the CLI's RRF constant of 20 and exact ties settled by the lexical half's order
+  (HYBRID_TIES), each half read 100 deep).
 - hybrid, RRF constant 60: the same composite at the peers' (and the textbook's)
   constant, to show where the lead over the peers comes from.
-- hybrid, lexical listed first: rrf_rerank unchanged, the halves listed the other way
-  round; RRF ties (one half's rank r against the other's rank r) go to the first-listed.
+- hybrid, ties in pool order: rrf_rerank without ``ties``, so exact ties (mirrored
+  ranks, or one half's rank r against the other's rank r) go to the dense half, listed
+  first: what the tie rule is worth.
 - langchain EnsembleRetriever and llamaindex QueryFusionRetriever(reciprocal_rerank,
   num_queries=1, MockLLM): the SAME two halves, each wrapped by hand as a plain framework
   retriever returning the same 100 chunks with the same text, and fused by the framework.
@@ -144,11 +146,11 @@ def hybrid_rank_constant(store: Any, constant: int) -> Callable[[str], Awaitable
     import functools
 
     from agentkit.cli._hybrid import build
-    from agentkit.state.memory import rrf_rerank
+    from agentkit.state.memory import HYBRID_TIES, rrf_rerank
 
     stack = build(store, "hybrid", depth=DEPTH)
     stack.memory.reranker = functools.partial(  # type: ignore[attr-defined]
-        rrf_rerank, constant=constant
+        rrf_rerank, constant=constant, ties=HYBRID_TIES
     )
 
     async def run(query: str) -> list[str]:
@@ -158,24 +160,22 @@ def hybrid_rank_constant(store: Any, constant: int) -> Callable[[str], Awaitable
     return run
 
 
-def hybrid_lexical_first(store: Any) -> Callable[[str], Awaitable[list[str]]]:
-    """Our hybrid with the halves listed lexical-first: rrf_rerank breaks ties by order.
+def hybrid_pool_order_ties(store: Any) -> Callable[[str], Awaitable[list[str]]]:
+    """Our hybrid with exact RRF ties left in pool order (dense first), as before
+    ``HYBRID_TIES``: mirrored ranks tie all the time, so this row shows what letting the
+    lexical half's order settle them is worth."""
+    import functools
 
-    An item found only by dense at rank r and one found only by lexical at rank r tie
-    exactly under RRF; the stable sort keeps the first-listed source's item ahead. This
-    row shows what that order is worth on a corpus where lexical is the stronger half.
-    """
-    from agentkit.cli._hybrid import Traced
-    from agentkit.state.memory import CompositeMemory, rrf_rerank
+    from agentkit.cli._hybrid import RRF_CONSTANT, build
+    from agentkit.state.memory import rrf_rerank
 
-    memory = CompositeMemory(
-        [Traced(LexicalMemory(store, name="lexical"), DEPTH),
-         Traced(VectorMemory(store, name="dense"), DEPTH)],
-        reranker=rrf_rerank,
+    stack = build(store, "hybrid", depth=DEPTH)
+    stack.memory.reranker = functools.partial(  # type: ignore[attr-defined]
+        rrf_rerank, constant=RRF_CONSTANT
     )
 
     async def run(query: str) -> list[str]:
-        items = await memory.query(query, k=DEPTH, ctx=Ctx(SCOPE))
+        items = await stack.memory.query(query, k=DEPTH, ctx=Ctx(SCOPE))
         return _doc_ids([dict(i.metadata) for i in items])
 
     return run
@@ -231,8 +231,8 @@ async def main() -> int:
         ]
         knob = await score_peer(f"hybrid, RRF constant {KNOB}",
                                 hybrid_rank_constant(store, KNOB), data, qids)
-        order = await score_peer("hybrid, lexical listed first",
-                                 hybrid_lexical_first(store), data, qids)
+        order = await score_peer("hybrid, ties in pool order",
+                                 hybrid_pool_order_ties(store), data, qids)
     peers_and_knob = [*peers, knob, order]
     rows = [*ours, *peers_and_knob]
     print()
@@ -246,7 +246,7 @@ async def main() -> int:
     print(f"target hybrid ahead of both peers: {'met' if ahead else 'MISSED'} (rrf_rerank, "
           "RRF constant 20; both peers use 60)")
     print(f"  at the peers' RRF constant {KNOB}: {knob.ndcg:.4f} (same formula, so a tie)")
-    print(f"  with lexical listed first (ties go to lexical): {order.ndcg:.4f}")
+    print(f"  with RRF ties left in pool order (dense first): {order.ndcg:.4f}")
     keys = {
         "lexical": "lexical",
         "dense": "dense",
@@ -254,7 +254,7 @@ async def main() -> int:
         "langchain EnsembleRetriever": "langchain_ensemble",
         "llamaindex QueryFusionRetriever": "llamaindex_fusion",
         f"hybrid, RRF constant {KNOB}": f"hybrid_rrf{KNOB}",
-        "hybrid, lexical listed first": "hybrid_lexical_first",
+        "hybrid, ties in pool order": "hybrid_pool_order_ties",
     }
     for s in rows:
         print(f"RESULT quality_{keys[s.mode]}_ndcg10={s.ndcg:.4f}")
