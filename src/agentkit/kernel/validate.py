@@ -57,6 +57,52 @@ def check_unicode(text: str, what: str) -> None:
         )
 
 
+_CONTAINERS = (Mapping, list, tuple, set, frozenset)
+
+
+def _needs_look(value: object) -> bool:
+    """False for what cannot hold a lone surrogate: ASCII text, numbers, None, ..."""
+    if isinstance(value, str):
+        return not value.isascii()
+    return isinstance(value, _CONTAINERS)
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _plainly_clean(flat: dict[Any, Any]) -> bool:
+    """True when every key and value is ASCII text or a plain scalar: the usual metadata,
+    answered in one loop without the walk. Anything else (nested values, other text) is
+    left to the walk, which alone decides what is wrong."""
+    for key, sub in flat.items():
+        if type(key) is str:
+            if not key.isascii():
+                return False
+        elif type(key) not in _SCALARS:
+            return False
+        kind = type(sub)
+        if kind is str:
+            if not sub.isascii():
+                return False
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
+# A path as a chain of links: the root is ``(None, name)``; a step is ``(parent, key,
+# is_mapping_key)``, spelt ``[key!r]`` for a mapping key and ``[i]`` for a position.
+_Path = tuple[Any, ...]
+
+
+def _spell(path: _Path) -> str:
+    steps: list[str] = []
+    while path[0] is not None:
+        parent, key, keyed = path
+        steps.append(f"[{key!r}]" if keyed else f"[{key}]")
+        path = parent
+    return str(path[1]) + "".join(reversed(steps))
+
+
 def unicode_problem(value: object, name: str) -> str | None:
     """The first str inside ``value`` holding a lone surrogate, described for an error
     message that calls ``value`` ``name``; None if clean. Mapping keys and values,
@@ -64,17 +110,22 @@ def unicode_problem(value: object, name: str) -> str | None:
 
     Walked with an explicit stack and a seen-set, so deep or cyclic metadata cannot
     turn this check into a RecursionError or a hang (the JSON encoder reports those).
+    The path to each value is kept as a link to its parent's path plus one step, and
+    spelt out only for the value that has a problem: clean values, nearly all of them,
+    never pay for a string they would not use.
     """
-    stack: list[tuple[object, str]] = [(value, name)]
+    if type(value) is dict and _plainly_clean(value):
+        return None
+    stack: list[tuple[object, _Path]] = [(value, (None, name))]
     seen: set[int] = set()
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
             at = lone_surrogate(item)
             if at is not None:
-                return f"{path} holds a lone surrogate {item[at]!r} at position {at}"
+                return f"{_spell(path)} holds a lone surrogate {item[at]!r} at position {at}"
             continue
-        if not isinstance(item, (Mapping, list, tuple, set, frozenset)):
+        if not isinstance(item, _CONTAINERS):
             continue
         if id(item) in seen:
             continue
@@ -82,10 +133,11 @@ def unicode_problem(value: object, name: str) -> str | None:
         if isinstance(item, Mapping):
             for key, sub in item.items():
                 if isinstance(key, str) and lone_surrogate(key) is not None:
-                    return f"{path} has a key {key!r} holding a lone surrogate"
-                stack.append((sub, f"{path}[{key!r}]"))
+                    return f"{_spell(path)} has a key {key!r} holding a lone surrogate"
+                if _needs_look(sub):
+                    stack.append((sub, (path, key, True)))
         else:
-            stack.extend((sub, f"{path}[{i}]") for i, sub in enumerate(item))
+            stack.extend((sub, (path, i, False)) for i, sub in enumerate(item) if _needs_look(sub))
     return None
 
 
