@@ -496,3 +496,40 @@ def test_import_command_runs_as_a_process(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "verified: the store holds all 3 imported id(s)" in done.stdout
     assert done.stderr == ""
+
+
+async def test_flat_metadata_is_screened_like_nested_metadata() -> None:
+    # Flat metadata of plain values takes a quick path; each way it can be unstorable
+    # must still be skipped under the same reason as when it sits deeper, and valid
+    # non-ASCII text must be kept exactly.
+    store = InMemoryVectorStore(HASH)
+    records = [
+        Record("ok", "kept", {"title": "Café – naïve 日本", "n": 3, "f": 0.5, "b": False,
+                              "none": None}),
+        Record("nul-value", "t", {"k": "a\x00b"}),
+        Record("nul-key", "t", {"a\x00": 1}),
+        Record("sur-value", "t", {"k": "x\udc00"}),
+        Record("nan", "t", {"k": float("nan")}),
+        Record("inf", "t", {"k": float("inf")}),
+        Record("bytes", "t", {"k": b"raw"}),
+        Record("int-key", "t", {1: "one"}),
+        # Several problems: the metadata's shape is named first, then NUL, then Unicode.
+        Record("both", "nul \x00 text", {"k": "x\udc00"}),
+        Record("shape-first", "nul \x00 text", {"k": {1, 2}}),
+        Record("literal", "backslash text", {"path": "C:\\u0041"}),
+    ]
+    report = await copy(records, store, scope=SCOPE)
+    assert report.skipped == {
+        "NUL character in text or metadata": 3,
+        "not valid Unicode (lone surrogate)": 1,
+        "metadata is not JSON-serialisable": 4,
+        "metadata is not a mapping with string keys": 1,
+    }
+    assert report.examples["NUL character in text or metadata"] == [
+        "nul-value", "nul-key", "both"
+    ]
+    assert report.new == 2 and report.verified
+    got = {c.id: c for c in await store.get(["ok", "literal"], scope=SCOPE)}
+    assert dict(got["ok"].metadata) == {"title": "Café – naïve 日本", "n": 3, "f": 0.5,
+                                        "b": False, "none": None}
+    assert dict(got["literal"].metadata) == {"path": "C:\\u0041"}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,10 @@ from agentkit.kernel.validate import check_scope, lone_surrogate
 from agentkit.migrate._source import PAGE, Record, Source, canonical_embedder, records_source
 from agentkit.vector.port import Chunk
 
+_NOT_MAPPING = "metadata is not a mapping with string keys"
+_NOT_JSON = "metadata is not JSON-serialisable"
+_NUL = "NUL character in text or metadata"
+_SURROGATE = "not valid Unicode (lone surrogate)"
 _EXAMPLES = 5  # ids kept per skip reason, to show the user which ones
 # Records per store write (one transaction): large enough that the per-write commit is
 # spread thin, small enough that a write is seconds of work and memory stays modest.
@@ -270,22 +275,61 @@ def _screen(record: Record, seen: set[str], report: CopyReport) -> tuple[Chunk, 
     meta = record.metadata
     if meta is None:
         meta = {}
-    if not isinstance(meta, Mapping) or any(not isinstance(k, str) for k in meta):
-        return _skip(report, "metadata is not a mapping with string keys", rid)
+    elif type(meta) is not dict:
+        if not isinstance(meta, Mapping):
+            return _skip(report, _NOT_MAPPING, rid)
+        meta = dict(meta)
+    # Reasons in a fixed order (the metadata's shape, then NUL, then Unicode), so a
+    # record with several problems is always counted under the same one.
+    reason = None if _plain(meta) else _metadata_problem(meta)
+    if reason == _NOT_MAPPING or reason == _NOT_JSON:
+        return _skip(report, reason, rid)
+    if reason == _NUL or "\x00" in text:
+        return _skip(report, _NUL, rid)
+    if reason == _SURROGATE or lone_surrogate(rid) is not None or lone_surrogate(text) is not None:
+        return _skip(report, _SURROGATE, rid)
+    return Chunk(rid, text, meta), record.vector
+
+
+def _plain(meta: dict[Any, Any]) -> bool:
+    """True when ``meta`` is flat str keys to plain JSON scalars, with no NUL and no lone
+    surrogate: the usual metadata, accepted in one loop, with no JSON encode (the store
+    encodes it once, when it writes). Anything else goes to ``_metadata_problem``."""
+    for key, value in meta.items():
+        if type(key) is not str or not _clean(key):
+            return False
+        kind = type(value)
+        if kind is str:
+            if not _clean(value):
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is not int and kind is not bool and value is not None:
+            return False
+    return True
+
+
+def _clean(text: str) -> bool:
+    return "\x00" not in text and (text.isascii() or lone_surrogate(text) is None)
+
+
+def _metadata_problem(meta: dict[Any, Any]) -> str | None:
+    """Why the store would refuse ``meta``, or None: decided here so one bad record is
+    skipped rather than failing its whole write. The JSON form (ensure_ascii=False keeps
+    every character) holds each key and value at any depth, so a NUL or lone surrogate
+    anywhere in it is found at C speed, without a walk."""
+    if any(not isinstance(k, str) for k in meta):
+        return _NOT_MAPPING
     try:
-        meta = meta if isinstance(meta, dict) else dict(meta)
         form = json.dumps(meta, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
-        return _skip(report, "metadata is not JSON-serialisable", rid)
-    if "\x00" in text or "\\u0000" in form:
-        return _skip(report, "NUL character in text or metadata", rid)
-    # What the stores' own batch check refuses, decided here so one bad record is
-    # skipped rather than failing its whole write. The JSON form (ensure_ascii=False
-    # keeps every character) holds each key and value, at any depth, so a lone
-    # surrogate anywhere in the metadata is found at C speed, without a second walk.
-    if any(lone_surrogate(part) is not None for part in (rid, text, form)):
-        return _skip(report, "not valid Unicode (lone surrogate)", rid)
-    return Chunk(rid, text, meta), record.vector
+        return _NOT_JSON
+    if "\\u0000" in form:
+        return _NUL
+    if lone_surrogate(form) is not None:
+        return _SURROGATE
+    return None
 
 
 def _skip(report: CopyReport, reason: str, rid: str) -> tuple[Chunk, Any] | None:
@@ -362,9 +406,12 @@ async def _vectors(ready: _Page, target: _Target) -> _Batch:
                 f"the store's embedder returned shape {fresh.shape}, "
                 f"expected {(len(missing), target.dim)}"
             )
-        matrix[missing] = fresh
-    have = [i for i, row in enumerate(ready.reused) if row is not None]
-    if have:
+        if len(missing) == len(chunks):  # nothing reused: the embedder's rows as they are
+            matrix = fresh
+        else:
+            matrix[missing] = fresh
+    if len(missing) < len(chunks):
+        have = [i for i, row in enumerate(ready.reused) if row is not None]
         matrix[have] = np.stack([row for row in ready.reused if row is not None])
     out.matrices.append(matrix)
     out.embedded, out.reused = len(missing), len(chunks) - len(missing)
