@@ -6,10 +6,10 @@ import argparse
 import os
 from typing import NoReturn
 
+from agentkit._store_path import DEFAULT_STORE_PATH, default_store_path
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument
 
-DEFAULT_STORE = os.path.join(".agentkit", "memory.db")
 PROG = "agentkit-memory"
 
 
@@ -65,7 +65,7 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
         "--store",
         default=d(None),
         metavar="PATH|URL",
-        help=f"SQLite file (default: $AGENTKIT_STORE or {DEFAULT_STORE}) "
+        help=f"SQLite file (default: $AGENTKIT_STORE or {DEFAULT_STORE_PATH}) "
         "or a postgresql:// URL",
     )
     parser.add_argument(
@@ -101,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="target chunk length for text and Markdown (default 1200)")
     ingest.add_argument("--overlap", type=_non_negative, default=200, metavar="CHARS",
                         help="characters shared by neighbouring chunks (default 200)")
-    ingest.add_argument("--batch", type=_positive, default=256, metavar="N",
-                        help="chunks embedded and written per transaction (default 256)")
+    ingest.add_argument("--batch", type=_positive, default=None, metavar="N",
+                        help="chunks gathered per store write, one transaction of whole "
+                        "documents (default: several thousand)")
 
     query = sub.add_parser("query", help="search the store (hybrid by default)")
     _add_globals(query, top=False)
@@ -166,8 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 def parse(argv: list[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     args.scope = parse_scope(args.scope)
-    if args.store is None:
-        args.store = os.environ.get("AGENTKIT_STORE") or DEFAULT_STORE
+    args.store = str(default_store_path(args.store))
     if not args.hashing:
         args.hashing = os.environ.get("AGENTKIT_EMBEDDER", "").strip().lower() == "hashing"
     if args.model is None:

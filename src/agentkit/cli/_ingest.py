@@ -35,6 +35,10 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 BEIR_NAMES = ("corpus.jsonl", "corpus.jsonl.gz")
 _SKIP_DIRS = {"node_modules", "__pycache__"}
 MAX_TEXT_BYTES = 64 * 1024 * 1024  # one .txt/.md document; larger is refused, not truncated
+# Chunks gathered per store write (one transaction). A write costs mostly its commit (the
+# lexical index's fsyncs), not its rows, so a few thousand chunks spread it thin while a
+# write stays seconds of work; whole documents only, so one may run a little over.
+WRITE_CHUNKS = 4_096
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +363,7 @@ async def ingest(
     *,
     size: int = 1200,
     overlap: int = 200,
-    batch: int = 256,
+    batch: int | None = None,
     progress: bool | None = None,
 ) -> IngestStats:
     """Ingest ``paths`` into ``store`` under ``scope``; safe to run again and again."""
@@ -372,10 +376,19 @@ async def write(
     scope: Scope,
     ready: Prepared,
     *,
-    batch: int = 256,
+    batch: int | None = None,
     progress: bool | None = None,
 ) -> IngestStats:
-    """Write what ``prepare`` checked, ``batch`` chunks per store call."""
+    """Write what ``prepare`` checked: whole documents gathered into store writes of
+    about ``batch`` chunks (None: ``WRITE_CHUNKS``). The progress bar counts documents
+    once their write has landed, as the summary does.
+
+    Each write (``_flush``) upserts its documents' new and changed chunks in one store
+    call and then deletes what those documents left past their new end. A run killed
+    between the two, or during either, is repaired by the next: stale positions are
+    found by asking the store, never from what this run wrote.
+    """
+    batch = WRITE_CHUNKS if batch is None else batch
     stats = IngestStats(sources=[str(p) for _, p in ready.jobs])
     started = time.monotonic()
     bar = Progress(ready.total, "ingest", enabled=progress)

@@ -11,11 +11,11 @@ knows a framework.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agentkit._store_path import DEFAULT_STORE_PATH, default_store_path
 from agentkit.interop._runner import run_sync
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, UnsupportedOperation
@@ -23,16 +23,6 @@ from agentkit.kernel.validate import check_scope
 from agentkit.vector.port import Embedder, VectorPort
 
 __all__ = ["DEFAULT_STORE_PATH", "StoreView", "default_store_path"]
-
-DEFAULT_STORE_PATH = os.path.join(".agentkit", "memory.db")
-"""The CLI's default store, so ``agentkit-memory query`` reads what a bridge wrote."""
-
-
-def default_store_path(path: str | Path | None) -> str | Path:
-    """``path``, else ``$AGENTKIT_STORE``, else the CLI's default file."""
-    if path is not None:
-        return path
-    return os.environ.get("AGENTKIT_STORE") or DEFAULT_STORE_PATH
 
 
 class StoreView:
