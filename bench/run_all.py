@@ -15,6 +15,11 @@ the script's topic, end it with the unit: ``_ms``, ``_us``, ``_per_s``, ``_ratio
 ``<number>`` anything ``float()`` reads. Every other line is for humans and is copied
 into RESULTS.md verbatim. Output: ``bench/RESULTS.md`` and ``bench/results.png`` (needs
 matplotlib, the ``bench`` extra; without it the PNG is skipped with a note).
+
+RESULTS.md also holds what people wrote by hand: why a target is missed, alternatives
+measured. A fresh run replaces only the ``## <script>.py`` sections of the scripts it ran;
+every other section (any heading that is not a script's name, and the sections of scripts
+not run this time) is kept, so ``--only`` and a full run never erase that analysis.
 """
 
 from __future__ import annotations
@@ -88,6 +93,23 @@ def run(script: Path, timeout: float) -> Run:
     status = "ok" if code == 0 else f"FAILED ({code})"
     print(f"   {status} in {seconds:.0f}s, {len(result.results)} RESULT line(s)", flush=True)
     return result
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """``(heading, body)`` for every ``## `` section of an earlier RESULTS.md, in order."""
+    out: list[tuple[str, str]] = []
+    for block in re.split(r"(?m)^(?=## )", text)[1:]:
+        heading, _, body = block.partition("\n")
+        out.append((heading[3:].strip(), body.rstrip("\n")))
+    return out
+
+
+def merged(fresh: str, earlier: str, ran: set[str]) -> str:
+    """``fresh`` plus every section of ``earlier`` this run did not regenerate."""
+    kept = [f"## {head}\n{body}" for head, body in _sections(earlier) if head not in ran]
+    if not kept:
+        return fresh
+    return fresh.rstrip("\n") + "\n\n" + "\n\n".join(kept) + "\n"
 
 
 def markdown(runs: list[Run], started: dt.datetime) -> str:
@@ -166,7 +188,10 @@ def main() -> int:
         print("no bench scripts matched", file=sys.stderr)
         return 2
     runs = [run(s, args.timeout) for s in todo]
-    (HERE / "RESULTS.md").write_text(markdown(runs, started), encoding="utf-8")
+    target = HERE / "RESULTS.md"
+    earlier = target.read_text(encoding="utf-8") if target.exists() else ""
+    fresh = markdown(runs, started)
+    target.write_text(merged(fresh, earlier, {r.script for r in runs}), encoding="utf-8")
     print(f"wrote {(HERE / 'RESULTS.md').relative_to(ROOT)}")
     print(plot(runs, HERE / "results.png"))
     return 0 if all(r.returncode == 0 for r in runs) else 1
