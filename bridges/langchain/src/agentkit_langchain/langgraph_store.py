@@ -54,6 +54,7 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_scope
 from agentkit.state.memory import (
     HYBRID_RRF_CONSTANT,
+    HYBRID_TIES,
     CompositeMemory,
     MemoryItem,
     MemorySource,
@@ -478,7 +479,9 @@ class AgentkitStore(BaseStore):
         members: list[MemorySource] = list(halves)
         fusion = CompositeMemory(
             members,
-            reranker=functools.partial(rrf_rerank, constant=HYBRID_RRF_CONSTANT),
+            reranker=functools.partial(
+                rrf_rerank, constant=HYBRID_RRF_CONSTANT, ties=HYBRID_TIES
+            ),
             name="langgraph-hybrid",
         )
         fused = await fusion.query(query, k=2 * _HEAD, ctx=ctx, where=where)
