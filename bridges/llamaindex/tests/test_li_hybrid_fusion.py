@@ -2,7 +2,8 @@
 
 One fusion mechanism: a hybrid LlamaIndex query over an agentkit store must give the
 ranking and the scores of ``CompositeMemory([dense, lexical], reranker=rrf_rerank)``
-over the same store (weights ``alpha`` / ``1 - alpha``, RRF constant 60), and keep
+over the same store (weights ``alpha`` / ``1 - alpha``, the hybrid's RRF constant and tie
+rule, as the CLI and AgentkitStore fuse), and keep
 LlamaIndex's node identity (two nodes with one text are two results).
 """
 
@@ -18,7 +19,14 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument
-from agentkit.state.memory import CompositeMemory, LexicalMemory, VectorMemory, rrf_rerank
+from agentkit.state.memory import (
+    HYBRID_RRF_CONSTANT,
+    HYBRID_TIES,
+    CompositeMemory,
+    LexicalMemory,
+    VectorMemory,
+    rrf_rerank,
+)
 from agentkit.vector import HashingEmbedder, SQLiteVectorStore
 
 ACME = Scope("acme", "support")
@@ -54,7 +62,10 @@ async def test_hybrid_is_the_projects_rrf_over_the_same_store(
     reference = CompositeMemory(
         [VectorMemory(raw, name="dense"), LexicalMemory(raw, name="lexical")],
         reranker=functools.partial(
-            rrf_rerank, weights={"dense": alpha, "lexical": 1 - alpha}, constant=60
+            rrf_rerank,
+            weights={"dense": alpha, "lexical": 1 - alpha},
+            constant=HYBRID_RRF_CONSTANT,
+            ties=HYBRID_TIES,
         ),
     )
     want = await reference.query(query, k=5, ctx=Ctx(scope=ACME))

@@ -42,7 +42,13 @@ from agentkit.kernel.errors import (
     UnsupportedOperation,
 )
 from agentkit.kernel.validate import check_ids, check_k, check_query
-from agentkit.state.memory import CompositeMemory, MemoryItem, rrf_rerank
+from agentkit.state.memory import (
+    HYBRID_RRF_CONSTANT,
+    HYBRID_TIES,
+    CompositeMemory,
+    MemoryItem,
+    rrf_rerank,
+)
 from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
 from agentkit.vector.port import Chunk, Embedder, VectorPort
 from agentkit_llamaindex._node_filters import predicate, pushdown
@@ -55,8 +61,6 @@ _T = TypeVar("_T")
 _NODE_CONTENT = "_node_content"
 _REF_DOC_KEY = "ref_doc_id"
 _PAGE = 1000
-# Reciprocal rank fusion's textbook constant (rrf_rerank's default).
-_RRF_CONSTANT = 60.0
 _Scored = list[tuple[float, Chunk]]
 _Search = Callable[[int, dict[str, Any] | None], Coroutine[Any, Any, _Scored]]
 _LEXICAL_MODES = (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE)
@@ -554,7 +558,9 @@ class _Half:
 async def _fused_by_rrf(
     text: str, dense: _Scored, words: _Scored, alpha: float, k: int, scope: Scope
 ) -> _Scored:
-    """The project's hybrid: the two lists through ``CompositeMemory`` and ``rrf_rerank``.
+    """The project's hybrid: the two lists through ``CompositeMemory`` and ``rrf_rerank``,
+    with the constant and tie rule the CLI and ``AgentkitStore`` use, so one store ranks a
+    hybrid query one way whichever door it comes through.
 
     Ranks, not raw scores, because cosine and BM25 live on other scales; ``alpha``
     weighs the dense half, ``1 - alpha`` the word half. A chunk in both lists is one
@@ -571,7 +577,8 @@ async def _fused_by_rrf(
         reranker=functools.partial(
             rrf_rerank,
             weights={"dense": alpha, "lexical": 1.0 - alpha},
-            constant=_RRF_CONSTANT,
+            constant=HYBRID_RRF_CONSTANT,
+            ties=HYBRID_TIES,
         ),
         name="llamaindex-hybrid",
     )
