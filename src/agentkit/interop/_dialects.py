@@ -112,8 +112,8 @@ class Dialect:
     ``native_upsert``: adding a known id replaces the record (FAISS refuses it).
     ``id_key``/``added_keys``: results carry the record id in that metadata key instead
     of ``Document.id``, and the store adds those keys to every returned record.
-    ``approximate``: a filtered search may return fewer records than match (Chroma's
-    filtered HNSW walk, worst among near-identical vectors), so a short answer is
+    ``approximate``: a search, filtered or not, may return fewer records than match
+    (Chroma's HNSW walk, worst among near-identical vectors), so a short answer is
     checked against an exact metadata read before it counts as "no more".
     """
 
