@@ -257,8 +257,7 @@ class LexicalIndexes:
         with scope.lock:
             if scope.index is None:
                 scope.index = _disk_index(self._dir(bucket), create=False)
-            writer = scope.index.writer(_HEAP, 1)
-            try:
+            with _committed(scope.index) as writer:
                 if removed is None:
                     writer.delete_all_documents()
                 else:
@@ -266,12 +265,6 @@ class LexicalIndexes:
                         writer.delete_documents_by_term("rowid", rowid)
                 for rowid, text in added:
                     writer.add_document(_document(rowid, text))
-                writer.commit()
-            except BaseException:
-                writer.rollback()
-                raise
-            finally:
-                writer.wait_merging_threads()
             self._write_sidecar(bucket, after)
             scope.index.reload()
             scope.searcher = scope.index.searcher()
@@ -353,8 +346,7 @@ def _disk_index(path: Path, *, create: bool) -> tantivy.Index:
 
 def _fill(index: tantivy.Index, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
     """Replace everything in ``index`` with the scope's rows in ``conn``'s snapshot."""
-    writer = index.writer(_HEAP, 1)
-    try:
+    with _committed(index) as writer:
         writer.delete_all_documents()
         rows = conn.execute(
             "SELECT rowid, text FROM chunks WHERE org = ? AND domain = ?", bucket
@@ -362,6 +354,15 @@ def _fill(index: tantivy.Index, conn: sqlite3.Connection, bucket: tuple[str, str
         while batch := rows.fetchmany(_BATCH):
             for rowid, text in batch:
                 writer.add_document(_document(int(rowid), text))
+
+
+@contextlib.contextmanager
+def _committed(index: tantivy.Index) -> Iterator[tantivy.IndexWriter]:
+    """One writer whose changes all land at the end, or none do; its merges are done
+    before it is let go, so the next writer never meets this one's lock."""
+    writer = index.writer(_HEAP, 1)
+    try:
+        yield writer
         writer.commit()
     except BaseException:
         writer.rollback()
