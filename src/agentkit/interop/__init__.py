@@ -19,6 +19,7 @@ from agentkit.interop._dialects import (
     where_conditions,
 )
 from agentkit.interop._exact import SPACES, chroma_space, nearest
+from agentkit.interop._model_rows import model_rows
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._scores import usable_score
@@ -67,6 +68,7 @@ __all__ = [
     "in_scope",
     "is_unscoped",
     "merge_filter",
+    "model_rows",
     "nearest",
     "record_stamps",
     "refuse_unfiltered",

@@ -22,7 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from agentkit.interop import StoreView, run_sync
+from agentkit.interop import StoreView, model_rows, run_sync
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
@@ -85,30 +85,18 @@ class LangChainEmbedder:
         Rows are normalised so cosine scores match agentkit's own embedders; a wrong shape or
         a NaN from the model is a StoreError rather than a silently corrupt index.
         """
+        if not texts:
+            return model_rows([], count=0, dim=self.dim, model=self.model_name)
         rows = await self.embeddings.aembed_documents(list(texts))
-        return self._unit(rows, len(texts))
+        return model_rows(rows, count=len(texts), dim=self.dim, model=self.model_name)
 
     async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Queries go through ``embed_query``: asymmetric models embed them differently."""
-        row: npt.NDArray[np.float32] = self._unit([await self.embeddings.aembed_query(text)], 1)[0]
-        return row
-
-    def _unit(self, rows: object, n: int) -> npt.NDArray[np.float32]:
-        matrix = (
-            np.asarray(rows, dtype=np.float32).reshape(n, -1)
-            if n
-            else np.zeros((0, self.dim), dtype=np.float32)
-        )
-        if matrix.shape != (n, self.dim):
-            raise StoreError(
-                f"{self.model_name} returned vectors of shape {matrix.shape}, "
-                f"expected {(n, self.dim)}"
-            )
-        if not np.isfinite(matrix).all():
-            raise StoreError(f"{self.model_name} returned NaN or infinite values")
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        unit: npt.NDArray[np.float32] = np.divide(matrix, norms, out=matrix.copy(), where=norms > 0)
-        return unit
+        row = await self.embeddings.aembed_query(text)
+        vector: npt.NDArray[np.float32] = model_rows(
+            [row], count=1, dim=self.dim, model=self.model_name
+        )[0]
+        return vector
 
 
 class AgentkitVectorStore(VectorStore):

@@ -33,7 +33,7 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
-from agentkit.interop import StoreView, run_sync
+from agentkit.interop import StoreView, model_rows, run_sync
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import (
     InvalidArgument,
@@ -110,28 +110,17 @@ class LlamaIndexEmbedder:
         never calls the model.
         """
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return self._unit(await self.embed_model.aget_text_embedding_batch(list(texts)))
+            return model_rows([], count=0, dim=self.dim, model=self.model_name)
+        rows = await self.embed_model.aget_text_embedding_batch(list(texts))
+        return model_rows(rows, count=len(texts), dim=self.dim, model=self.model_name)
 
     async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """Queries through the model's query embedding (instruction models differ)."""
-        row: npt.NDArray[np.float32] = self._unit(
-            [await self.embed_model.aget_query_embedding(text)]
+        row = await self.embed_model.aget_query_embedding(text)
+        vector: npt.NDArray[np.float32] = model_rows(
+            [row], count=1, dim=self.dim, model=self.model_name
         )[0]
-        return row
-
-    def _unit(self, rows: object) -> npt.NDArray[np.float32]:
-        matrix = np.asarray(rows, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[1] != self.dim:
-            raise StoreError(
-                f"{self.model_name} returned vectors of shape {matrix.shape}, width {self.dim} "
-                "expected"
-            )
-        if not np.isfinite(matrix).all():
-            raise StoreError(f"{self.model_name} returned NaN or infinite values")
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        unit: npt.NDArray[np.float32] = np.divide(matrix, norms, out=matrix.copy(), where=norms > 0)
-        return unit
+        return vector
 
 
 class AgentkitVectorStore(BasePydanticVectorStore):
