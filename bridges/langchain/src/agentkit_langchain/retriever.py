@@ -47,8 +47,9 @@ class AgentkitRetriever(BaseRetriever):
     one: the memory runs under a context whose child config carries this run's
     callbacks, the way LangChain's own runnables do it.
 
-    ``invoke`` runs the query once on agentkit's shared background loop
-    (``agentkit.interop.run_sync``) and waits, so it works inside a running loop too;
+    ``invoke`` runs the query once on the one event loop both bridges share
+    (``agentkit.interop.run_sync``: driven by the calling thread when it is free, else
+    handed to whoever drives it) and waits, so it works inside a running loop too;
     ``ainvoke`` awaits it on the caller's loop. Both hand the memory the caller's Ctx
     object itself, never a copy.
 

@@ -49,8 +49,9 @@ class AgentkitRetriever(BaseRetriever):
     mutates, so one configured retriever can be shared by many requests.
 
     ``aretrieve`` awaits the memory on the caller's loop. ``retrieve`` runs the query
-    once on agentkit's background loop (``agentkit.interop.run_sync``) and blocks, so
-    it works anywhere, inside a running loop too. Both hand the memory the bound
+    once on the one event loop both bridges share (``agentkit.interop.run_sync``:
+    driven by the calling thread when it is free, else handed to whoever drives it)
+    and blocks, so it works anywhere, inside a running loop too. Both hand the memory the bound
     ``Ctx`` object itself, so its timeline receives the run's observations.
 
     Scores pass through as the memory gave them, ``None`` included, so inside
