@@ -34,6 +34,9 @@ async def test_results_and_errors_reach_the_caller() -> None:
         with pytest.raises(KeyError, match="missing"):
             await pool.submit("a", {}.__getitem__, "missing")
         assert await pool.submit("a", int, "7") == 7  # the thread survived the error
+        with pytest.raises(RuntimeError, match="StopIteration") as raised:
+            await asyncio.wait_for(pool.submit("a", next, iter(())), HANG)
+        assert isinstance(raised.value.__cause__, StopIteration)
     finally:
         await asyncio.to_thread(pool.shutdown)
 

@@ -215,5 +215,11 @@ def _resolve(future: asyncio.Future[Any], outcome: _Outcome) -> None:
     ok, value = outcome
     if ok:
         future.set_result(value)
+    elif isinstance(value, StopIteration):
+        # A future refuses StopIteration (it would end the awaiting coroutine quietly);
+        # left to raise here, the caller would wait forever.
+        error = RuntimeError(f"job raised StopIteration: {value!r}")
+        error.__cause__ = value
+        future.set_exception(error)
     else:
         future.set_exception(value)
