@@ -1,6 +1,6 @@
 """What both bridges need to put agentkit memory on a framework's own parts.
 
-The sync runner (one background loop, a wide pool for sync-only framework code),
+The sync runner (one shared event loop, a wide pool for sync-only framework code),
 the tenancy codec for shared external stores (ids, stamps, widening), the
 per-store filter dialects and the scoped view of an agentkit store that each
 framework's ``AgentkitVectorStore`` wraps; one implementation, so the LangChain
