@@ -505,9 +505,13 @@ async def _verify(kept: list[str], target: _Target, scope: Scope, report: CopyRe
     """Read every imported id back: the import is verified only if the store has them all."""
     missing: list[str] = []
     count = 0
+    held = getattr(target.store, "held_ids", None)
     for start in range(0, len(kept), PAGE):
         part = kept[start : start + PAGE]
-        found = {c.id for c in await target.store.get(part, scope=scope)}
+        found = (
+            set(await held(part, scope=scope)) if callable(held)
+            else {c.id for c in await target.store.get(part, scope=scope)}
+        )
         for cid in part:
             if cid not in found:
                 count += 1

@@ -223,16 +223,94 @@ class LexicalIndexes:
         """
         if not self.writable or before == after:
             return
+        self.finish(self.stage(bucket, before, added, removed), bucket, before, after, conn)
+
+    def stage(
+        self,
+        bucket: tuple[str, str],
+        before: int,
+        added: Sequence[tuple[int, str]],
+        removed: Sequence[int] | None,
+    ) -> Staged | None:
+        """``apply``'s first half, which may run before the SQLite commit: the changes
+        go to a tantivy writer, uncommitted, and tantivy indexes them on its own thread
+        (outside the GIL) while the caller writes its rows. Then ``finish`` after the
+        commit, or ``abort`` if the transaction rolls back. Call inside
+        ``writing(bucket)``. None when the index is not exactly at ``before`` (or
+        taking the changes failed): ``finish`` then rebuilds the scope from its rows.
+        """
+        if not self.writable:
+            return None
+        scope = self._scope(bucket)
+        scope.lock.acquire()
+        changes = contextlib.ExitStack()
         try:
-            if self._sidecar(bucket) == before:
-                self._apply(bucket, after, added, removed)
+            if self._sidecar(bucket) != before:
+                scope.lock.release()
+                return None
+            if scope.index is None:
+                scope.index = _disk_index(self._dir(bucket), create=False)
+            writer = changes.enter_context(_committed(scope.index))
+            if removed is None:
+                writer.delete_all_documents()
             else:
+                for rowid in removed:
+                    writer.delete_documents_by_term("rowid", rowid)
+            for rowid, text in added:
+                writer.add_document(_document(rowid, text))
+        except BaseException as exc:
+            try:
+                changes.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
+            finally:
+                scope.lock.release()
+            if not isinstance(exc, Exception):
+                raise
+            return None  # the rows are not committed yet: finish rebuilds from them
+        return Staged(scope, changes)
+
+    def finish(
+        self,
+        staged: Staged | None,
+        bucket: tuple[str, str],
+        before: int,
+        after: int,
+        conn: sqlite3.Connection,
+    ) -> None:
+        """``apply``'s second half, after the SQLite commit (see ``apply``)."""
+        if not self.writable:
+            return
+        if before == after:  # nothing was written after all
+            self.abort(staged)
+            return
+        try:
+            if staged is None:
                 self._catch_up(conn, bucket)
+                return
+            scope = staged.scope
+            try:
+                staged.changes.close()  # commits
+                self._write_sidecar(bucket, after)
+                assert scope.index is not None
+                scope.index.reload()
+                scope.searcher = scope.index.searcher()
+                scope.gen = after
+            finally:
+                scope.lock.release()
         except Exception:
             # The rows are committed; the index is only behind. Say so on disk, so
             # the next read (here or anywhere) rebuilds the scope from the rows.
             with contextlib.suppress(OSError):
                 self._write_sidecar(bucket, None)
+
+    @staticmethod
+    def abort(staged: Staged | None) -> None:
+        """Drop staged changes (their transaction rolled back); the index is untouched."""
+        if staged is None:
+            return
+        try:
+            staged.changes.__exit__(_RolledBack, _RolledBack(), None)  # rolls back
+        finally:
+            staged.scope.lock.release()
 
     def _catch_up(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
         scope = self._scope(bucket)
@@ -245,30 +323,6 @@ class LexicalIndexes:
                 self._rebuild(conn, bucket, scope, 0 if row is None else int(row[0]))
         finally:
             conn.execute("ROLLBACK")
-
-    def _apply(
-        self,
-        bucket: tuple[str, str],
-        after: int,
-        added: Sequence[tuple[int, str]],
-        removed: Sequence[int] | None,
-    ) -> None:
-        scope = self._scope(bucket)
-        with scope.lock:
-            if scope.index is None:
-                scope.index = _disk_index(self._dir(bucket), create=False)
-            with _committed(scope.index) as writer:
-                if removed is None:
-                    writer.delete_all_documents()
-                else:
-                    for rowid in removed:
-                        writer.delete_documents_by_term("rowid", rowid)
-                for rowid, text in added:
-                    writer.add_document(_document(rowid, text))
-            self._write_sidecar(bucket, after)
-            scope.index.reload()
-            scope.searcher = scope.index.searcher()
-            scope.gen = after
 
     # -- files ---------------------------------------------------------------------
 
@@ -320,6 +374,20 @@ class LexicalIndexes:
         }
         tmp.write_text(json.dumps(body, ensure_ascii=False))
         os.replace(tmp, path)
+
+
+class _RolledBack(Exception):
+    """Why staged index changes are rolled back: their SQLite transaction was."""
+
+
+class Staged:
+    """Index changes handed to tantivy but not committed; holds the scope's lock."""
+
+    __slots__ = ("changes", "scope")
+
+    def __init__(self, scope: _Scope, changes: contextlib.ExitStack) -> None:
+        self.scope = scope
+        self.changes = changes
 
 
 def _document(rowid: int, text: str) -> tantivy.Document:

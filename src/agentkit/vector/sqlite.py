@@ -60,7 +60,7 @@ from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._fair_pool import FairPool
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
-from agentkit.vector._lexical_index import LexicalIndexes
+from agentkit.vector._lexical_index import LexicalIndexes, Staged
 from agentkit.vector._lexical_text import query_terms
 from agentkit.vector._scope_matrix import top_k
 from agentkit.vector._sqlite_cache import Scope as _CachedScope
@@ -79,6 +79,7 @@ from agentkit.vector.stats import ScopeStats, StoreStats, bytes_under, scope_of
 
 _T = TypeVar("_T")
 _MAX_WINDOW = 1 << 30
+_MAX_ROWID = (1 << 63) - 1
 
 # Readers per store: enough that one slow query leaves room for the others.
 _READERS = 4
@@ -90,12 +91,16 @@ def _bucket(scope: object) -> tuple[str, str]:
     return (checked.org_id or "", checked.domain_id or "")
 
 
+# One encoder for every row: json.dumps with options builds a new one per call.
+_JSON = json.JSONEncoder(allow_nan=False, ensure_ascii=False).encode
+
+
 def _encode_metadata(chunk: Chunk) -> str:
     """JSON; on failure checked key by key so the error names the culprit."""
     meta = chunk.metadata
     if all(isinstance(key, str) for key in meta):
         try:
-            return json.dumps(dict(meta), allow_nan=False, ensure_ascii=False)
+            return _JSON(meta if type(meta) is dict else dict(meta))
         except (TypeError, ValueError, RecursionError):
             pass  # find and name the culprit below
     for key, value in meta.items():
@@ -278,7 +283,7 @@ class SQLiteVectorStore:
         todo = [c.text for c, _ in latest.values() if stored.get(c.id, (None,))[0] != c.text]
         fresh = await embedder.embed(todo) if todo else None
         if fresh is not None:
-            fresh = np.asarray(fresh, dtype=np.float32)
+            fresh = np.ascontiguousarray(fresh, dtype=np.float32)  # rows bind as they are
             if fresh.shape != (len(todo), embedder.dim):
                 raise StoreError(
                     f"embedder returned shape {fresh.shape}, expected {(len(todo), embedder.dim)}"
@@ -310,7 +315,7 @@ class SQLiteVectorStore:
         rows = [(chunk, _encode_metadata(chunk)) for chunk in batch]
         dim = self._need_embedder("upsert_vectors").dim
         try:
-            matrix = np.array(vectors, dtype=np.float32, copy=True)
+            matrix = np.array(vectors, dtype=np.float32, copy=True, order="C")
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentType(f"vectors must be a numeric array: {exc}") from exc
         if matrix.shape != (len(rows), dim):
@@ -460,6 +465,16 @@ class SQLiteVectorStore:
         if not wanted:
             return []
         return await self._read(bucket, _get, bucket, wanted)
+
+    async def held_ids(self, ids: Sequence[str], *, scope: Scope) -> list[str]:
+        """Which of ``ids`` the scope holds, in the order asked: ``get`` for a caller
+        that only checks presence (an import verifying its writes), so no text or
+        metadata is read or decoded."""
+        bucket = _bucket(scope)
+        wanted = check_ids(ids)
+        if not wanted:
+            return []
+        return await self._read(bucket, _held, bucket, wanted)
 
     async def count(self, *, scope: Scope | None = None) -> int:
         """Chunks in one scope's bucket, or in the whole file when ``scope`` is None."""
@@ -633,24 +648,21 @@ class SQLiteVectorStore:
         gate: CommitGate | None = None,
     ) -> None:
         db = self._db()
-        done: list[tuple[int, str, str, npt.NDArray[np.float32]]] = []
         lexical = self._lex()
         with self._begin(db, bucket):
-            before, after, replaced = self._upsert_rows(db, bucket, writes, done, gate)
-            texts = {cid: text for cid, text, _, _ in writes}
-            lexical.apply(
-                bucket, before, after, [(d[0], texts[d[1]]) for d in done], replaced, db
-            )
+            before, after, rowids, staged = self._upsert_rows(db, bucket, writes, gate)
+            lexical.finish(staged, bucket, before, after, db)
 
         def apply(index: _CachedScope) -> None:
-            if done:
+            if writes:
                 index.put_many(
-                    [d[1] for d in done], [[d[0], d[2]] for d in done],
-                    np.stack([d[3] for d in done]).astype(np.float32),
+                    [w[0] for w in writes],
+                    [[rowid, w[2]] for rowid, w in zip(rowids, writes, strict=True)],
+                    np.stack([w[3] for w in writes]).astype(np.float32),
                 )
 
         self._cache.patch(
-            bucket, before, after, lambda index: any(d[1] in index.pos for d in done), apply
+            bucket, before, after, lambda index: any(w[0] in index.pos for w in writes), apply
         )
 
     @contextlib.contextmanager
@@ -674,42 +686,75 @@ class SQLiteVectorStore:
         db: sqlite3.Connection,
         bucket: tuple[str, str],
         writes: list[tuple[str, str, str, npt.NDArray[np.float32]]],
-        done: list[tuple[int, str, str, npt.NDArray[np.float32]]],
         gate: CommitGate | None,
-    ) -> tuple[int, int, list[int]]:
+    ) -> tuple[int, int, list[int], Staged | None]:
         """The upsert's transaction (begun by the caller): its generations before/after,
-        and the rowids it rewrote (ids the scope held already keep their rowid).
+        each write's rowid (ids the scope held keep theirs), and the lexical index's
+        changes, staged for ``finish`` once the rows are committed.
 
-        One statement for all rows (executemany), then one lookup of the new rows'
-        rowids: per-row statements with RETURNING cost more than the writes themselves.
+        One statement for all rows (executemany). New rows get their rowids here, after
+        the file's highest (what SQLite would pick itself; the write lock is held), so
+        no lookup of them follows (per-row RETURNING, or reading them back, costs more
+        than the writes themselves), and the index's documents are handed to tantivy
+        before the rows are written: it indexes them on its own thread meanwhile.
+        (Should the file's rowids ever near the top of their range, SQLite picks them
+        instead; they are looked up, and the index is given them after the commit.)
         """
+        lexical = self._lex()
+        staged: Staged | None = None
         try:
             before = scope_generation(db, bucket)
             ids = [w[0] for w in writes]
             held = _rowids(db, bucket, ids)
+            top = int(db.execute("SELECT coalesce(max(rowid), 0) FROM chunks").fetchone()[0])
+            assign = top + len(ids) < _MAX_ROWID
+            given: list[int | None] = []
+            for cid in ids:
+                if cid in held or not assign:
+                    given.append(None)  # held: the conflict keeps its rowid
+                else:
+                    top += 1
+                    given.append(top)
+            if assign:
+                rowids = [held[cid] if rowid is None else rowid
+                          for rowid, cid in zip(given, ids, strict=True)]
+                staged = lexical.stage(
+                    bucket, before, list(zip(rowids, [w[1] for w in writes], strict=True)),
+                    list(held.values()),
+                )
             db.executemany(
-                "INSERT INTO chunks(org, domain, id, text, metadata, vector) "
-                "VALUES (?, ?, ?, ?, ?, ?) "
+                "INSERT INTO chunks(rowid, org, domain, id, text, metadata, vector) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(org, domain, id) DO UPDATE SET text = excluded.text, "
                 "metadata = excluded.metadata, vector = excluded.vector",
+                # Each vector is a C-contiguous float32 row (upsert and upsert_vectors
+                # make them so): SQLite copies its buffer as the blob, no bytes object.
                 [
-                    (*bucket, cid, text, meta, vector.astype(np.float32).tobytes())
-                    for cid, text, meta, vector in writes
+                    (rowid, *bucket, w[0], w[1], w[2], w[3])
+                    for rowid, w in zip(given, writes, strict=True)
                 ],
             )
-            rowids = {**_rowids(db, bucket, [i for i in ids if i not in held]), **held}
-            done.extend((rowids[cid], cid, meta, vector) for cid, _, meta, vector in writes)
+            if not assign:
+                found = {**_rowids(db, bucket, ids), **held}
+                rowids = [found[cid] for cid in ids]
             touch(db, bucket)
             after = scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
             _rollback(db)
+            lexical.abort(staged)
             raise StoreError(f"upsert into {str(self.path)!r} failed, nothing written: {exc}") \
                 from exc
         except BaseException:
             _rollback(db)
+            lexical.abort(staged)
             raise
-        return before, after, list(held.values())
+        if not assign:
+            staged = lexical.stage(
+                bucket, before, list(zip(rowids, [w[1] for w in writes], strict=True)),
+                list(held.values()),
+            )
+        return before, after, rowids, staged
 
     def _delete_sync(
         self, bucket: tuple[str, str], ids: list[str], gate: CommitGate | None = None
@@ -1022,6 +1067,17 @@ def _get(conn: sqlite3.Connection, bucket: tuple[str, str], ids: list[str]) -> l
         ):
             found[cid] = Chunk(cid, text, json.loads(meta))
     return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
+def _held(conn: sqlite3.Connection, bucket: tuple[str, str], ids: list[str]) -> list[str]:
+    found: set[str] = set()
+    for part in _parts(ids):
+        marks = ",".join("?" * len(part))
+        found.update(r[0] for r in conn.execute(
+            f"SELECT id FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
+            (*bucket, *part),
+        ))
+    return [i for i in dict.fromkeys(ids) if i in found]
 
 
 def _count(conn: sqlite3.Connection, bucket: tuple[str, str] | None) -> int:
