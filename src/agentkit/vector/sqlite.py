@@ -249,10 +249,12 @@ class SQLiteVectorStore:
         """
         await self.open()
         try:
-            future = self._read_pool.submit(bucket, self._in_snapshot, fn, *args)
+            future: asyncio.Future[_T] = self._read_pool.submit(
+                bucket, self._in_snapshot, fn, *args
+            )
         except RuntimeError:  # the pool was shut down by a concurrent close()
             raise StoreError(f"store {str(self.path)!r} is closed") from None
-        return await asyncio.wrap_future(future)
+        return await future
 
     async def _write(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run a write; if the caller gives up (cancel, timeout) before COMMIT, roll back.
