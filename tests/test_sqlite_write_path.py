@@ -8,6 +8,8 @@ leaves both the rows and word search as they were, and the store keeps working.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import sqlite3
 from pathlib import Path
 
@@ -98,3 +100,39 @@ async def test_held_ids_answers_presence_in_order_within_the_scope(tmp_path: Pat
         assert await store.held_ids([], scope=ACME) == []
         await store.delete(["a"], scope=ACME)
         assert await store.held_ids(["a", "b"], scope=ACME) == ["b"]
+
+
+async def test_word_search_of_the_scope_goes_on_while_a_write_is_under_way(
+    tmp_path: Path,
+) -> None:
+    """A search arriving mid-write is answered from the index as it was (the rows are
+    not committed yet), at once: the write does not hold the scope's searches up."""
+    path = tmp_path / "s.db"
+    seen: list[object] = []
+    async with SQLiteVectorStore(path, embedder=HashingEmbedder(64)) as store:
+        await store.upsert_vectors([Chunk("a", "apple orchard")], _vectors(1), scope=ACME)
+        loop = asyncio.get_running_loop()
+
+        def probe() -> int:  # runs on the store's writer thread, inside the insert
+            if not seen:
+                search = asyncio.run_coroutine_threadsafe(
+                    _words(store, "apple kiwi"), loop
+                )
+                try:
+                    seen.append(search.result(timeout=20))
+                except concurrent.futures.TimeoutError:
+                    seen.append("blocked")
+            return 0
+
+        def instrument() -> None:  # instrumentation on the writer's own connection
+            conn = store._db()
+            conn.create_function("probe", 0, probe)
+            conn.execute(
+                "CREATE TEMP TRIGGER probe_insert BEFORE INSERT ON main.chunks "
+                "BEGIN SELECT probe(); END"
+            )
+
+        await asyncio.wrap_future(store._pool.submit(instrument))
+        await store.upsert_vectors([Chunk("k", "kiwi salad")], _vectors(1), scope=ACME)
+        assert seen == [["a"]]
+        assert await _words(store, "apple kiwi") == ["a", "k"]

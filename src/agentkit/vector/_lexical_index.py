@@ -242,15 +242,18 @@ class LexicalIndexes:
         if not self.writable:
             return None
         scope = self._scope(bucket)
-        scope.lock.acquire()
         changes = contextlib.ExitStack()
         try:
             if self._sidecar(bucket) != before:
-                scope.lock.release()
                 return None
-            if scope.index is None:
-                scope.index = _disk_index(self._dir(bucket), create=False)
-            writer = changes.enter_context(_committed(scope.index))
+            # The scope's lock only guards its fields: searches of this scope go on
+            # from the current searcher while the changes are taken and the rows
+            # written (one writer at a time is the file lock's job).
+            with scope.lock:
+                if scope.index is None:
+                    scope.index = _disk_index(self._dir(bucket), create=False)
+                index = scope.index
+            writer = changes.enter_context(_committed(index))
             if removed is None:
                 writer.delete_all_documents()
             else:
@@ -259,14 +262,11 @@ class LexicalIndexes:
             for rowid, text in added:
                 writer.add_document(_document(rowid, text))
         except BaseException as exc:
-            try:
-                changes.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
-            finally:
-                scope.lock.release()
+            changes.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
             if not isinstance(exc, Exception):
                 raise
             return None  # the rows are not committed yet: finish rebuilds from them
-        return Staged(scope, changes)
+        return Staged(scope, index, changes)
 
     def finish(
         self,
@@ -286,16 +286,14 @@ class LexicalIndexes:
             if staged is None:
                 self._catch_up(conn, bucket)
                 return
-            scope = staged.scope
-            try:
-                staged.changes.close()  # commits
-                self._write_sidecar(bucket, after)
-                assert scope.index is not None
-                scope.index.reload()
-                scope.searcher = scope.index.searcher()
+            staged.changes.close()  # commits
+            self._write_sidecar(bucket, after)
+            scope, index = staged.scope, staged.index
+            with scope.lock:
+                index.reload()
+                scope.index = index
+                scope.searcher = index.searcher()
                 scope.gen = after
-            finally:
-                scope.lock.release()
         except Exception:
             # The rows are committed; the index is only behind. Say so on disk, so
             # the next read (here or anywhere) rebuilds the scope from the rows.
@@ -304,13 +302,12 @@ class LexicalIndexes:
 
     @staticmethod
     def abort(staged: Staged | None) -> None:
-        """Drop staged changes (their transaction rolled back); the index is untouched."""
-        if staged is None:
-            return
-        try:
-            staged.changes.__exit__(_RolledBack, _RolledBack(), None)  # rolls back
-        finally:
-            staged.scope.lock.release()
+        """Drop staged changes (their transaction rolled back); the index is untouched:
+        tantivy shows nothing a writer did not commit, so a failing rollback changes
+        nothing either, and the error that mattered is the caller's."""
+        if staged is not None:
+            with contextlib.suppress(Exception):
+                staged.changes.__exit__(_RolledBack, _RolledBack(), None)
 
     def _catch_up(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
         scope = self._scope(bucket)
@@ -381,12 +378,13 @@ class _RolledBack(Exception):
 
 
 class Staged:
-    """Index changes handed to tantivy but not committed; holds the scope's lock."""
+    """Index changes handed to tantivy (its writer on ``index``) but not committed."""
 
-    __slots__ = ("changes", "scope")
+    __slots__ = ("changes", "index", "scope")
 
-    def __init__(self, scope: _Scope, changes: contextlib.ExitStack) -> None:
+    def __init__(self, scope: _Scope, index: tantivy.Index, changes: contextlib.ExitStack) -> None:
         self.scope = scope
+        self.index = index
         self.changes = changes
 
 
