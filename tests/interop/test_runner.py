@@ -383,9 +383,11 @@ def test_eight_overlapping_callers_each_run_once_on_the_one_loop(own_runner_stat
     assert _runner._state.pending == 0
 
 
-def test_errors_reach_the_caller_unchanged() -> None:
+@pytest.mark.parametrize("suspends", [True, False], ids=["after-suspending", "first-step"])
+def test_errors_reach_the_caller_unchanged(suspends: bool) -> None:
     async def fail() -> None:
-        await asyncio.sleep(0)
+        if suspends:
+            await asyncio.sleep(0)
         raise LookupError("backend said no")
 
     with pytest.raises(LookupError, match="backend said no"):

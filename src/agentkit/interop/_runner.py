@@ -58,7 +58,7 @@ T = TypeVar("T")
 
 # Threads start lazily, so a wide pool costs nothing until a fan-out needs it.
 _POOL_WORKERS = 64
-# How long a main-thread caller may miss a Ctrl-C (see _Ticker, _Call._wait_on_main).
+# How long a main-thread caller may miss a Ctrl-C (see _tick, _Call._wait_on_main).
 _SIGNAL_SLICE = 0.1
 
 # Who drives the shared loop.
@@ -118,7 +118,19 @@ def _shared_loop(state: _State) -> asyncio.AbstractEventLoop:
             loop = state.loop
             if loop is None or loop.is_closed():
                 loop = state.loop = asyncio.new_event_loop()
+                loop.call_later(_SIGNAL_SLICE, _tick, loop)
     return loop
+
+
+def _tick(loop: asyncio.AbstractEventLoop) -> None:
+    """Wakes the loop every slice for as long as anyone drives it.
+
+    A Ctrl-C landing after the main thread's last bytecode but before it blocks in
+    ``select`` does not interrupt the wait (the signal is only noted): without a tick
+    it would be seen at the next timer or I/O event, maybe much later. One timer for
+    the loop's life costs a call nothing; one per call would cost every call.
+    """
+    loop.call_later(_SIGNAL_SLICE, _tick, loop)
 
 
 # --- the background driver ---
@@ -211,24 +223,6 @@ class _Expiry:
             self.task.cancel()
 
 
-class _Ticker:
-    """Wakes the loop every slice while the main thread drives it.
-
-    A Ctrl-C that lands after the thread's last bytecode but before it blocks in
-    ``select`` does not interrupt the wait (the signal is only noted): without a tick
-    it would be seen when the next timer or I/O event comes, maybe much later.
-    """
-
-    __slots__ = ("handle", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.handle = loop.call_later(_SIGNAL_SLICE, self)
-
-    def __call__(self) -> None:
-        self.handle = self.loop.call_later(_SIGNAL_SLICE, self)
-
-
 class _Busy:
     """Someone else is driving the shared loop: the call must go remote."""
 
@@ -242,7 +236,6 @@ def _run_here(
     coro: Coroutine[Any, Any, T],
     context: contextvars.Context,
     timeout: float | None,
-    on_main: bool,
 ) -> T | _Busy:
     """Drive the shared loop on this thread until this call's task is done, if nobody
     else is driving it (else ``_BUSY``); then hand the loop on.
@@ -255,7 +248,7 @@ def _run_here(
     """
     local = False
     task: asyncio.Task[T] | None = None
-    expiry = timer = ticker = None
+    expiry = timer = None
     try:
         with state.lock:
             if state.mode != _IDLE:
@@ -266,9 +259,13 @@ def _run_here(
         if timeout is not None:
             expiry = _Expiry(task)
             timer = loop.call_later(timeout, expiry)
-        if on_main:
-            ticker = _Ticker(loop)
-        result = loop.run_until_complete(task)
+        # One pass first (stop() before run_forever() runs what is scheduled, then
+        # returns): a query that never suspends, like an in-process source, is done
+        # after its first step, without the extra loop turn run_until_complete spends
+        # on its own done-callback. One that suspends is then run to completion.
+        loop.stop()
+        loop.run_forever()
+        result = task.result() if task.done() else loop.run_until_complete(task)
     except BaseException:
         if task is None or not task.done():
             raise  # interrupted: cancelled and unwound below
@@ -291,8 +288,6 @@ def _run_here(
                 finally:
                     if timer is not None:
                         timer.cancel()
-                    if ticker is not None:
-                        ticker.handle.cancel()
             finally:
                 # Hand the loop on: to nobody, or to the background driver if remote
                 # calls still wait on it (their callers must not wait for ours).
@@ -311,13 +306,19 @@ def _run_here(
 
 
 def _unwind(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
-    # A second interrupt stops this wait, not the cancellation: the task then finishes
-    # unwinding whenever the loop next runs.
-    try:
-        loop.run_until_complete(task)
-    except BaseException:
-        if not task.done():
-            raise
+    """Drive the loop until the cancelled ``task`` has finished unwinding.
+
+    A second interrupt stops this wait, not the cancellation: the task then finishes
+    unwinding whenever the loop next runs.
+    """
+    while not task.done():
+        try:
+            loop.run_until_complete(task)
+        except Exception:
+            pass  # the task's own error, or the loop stopped before it was done: look again
+        except BaseException:
+            if not task.done():
+                raise
     if not task.cancelled():
         task.exception()
 
@@ -538,13 +539,12 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]], *, timeout: float | Non
     if not isinstance(coro, CoroutineType):
         raise InvalidArgumentType(f"make must return a coroutine, got {type(coro).__name__}")
     context = contextvars.copy_context()
-    on_main = threading.get_ident() == threading.main_thread().ident
     if running is None and state.mode == _IDLE:
-        result: T | _Busy = _run_here(state, loop, coro, context, limit, on_main)
+        result: T | _Busy = _run_here(state, loop, coro, context, limit)
         if not isinstance(result, _Busy):
             return result
     call: _Call[T] = _Call(coro, context, state, loop)
-    return call.run(limit, on_main)
+    return call.run(limit, threading.get_ident() == threading.main_thread().ident)
 
 
 def blocking_pool() -> concurrent.futures.ThreadPoolExecutor:
