@@ -127,9 +127,11 @@ def paired_async(
     return asyncio.run(run())
 
 
-def handoff_us(calls: int = 2000, rounds: int = 7) -> tuple[float, float]:
+def handoff_us(calls: int = 2000, rounds: int = 7, *, remote: bool = False) -> tuple[float, float]:
     """Median wall and CPU microseconds of one bare ``run_sync`` of a no-op coroutine:
-    the part of a sync call that is the loop handoff itself, for reading the sync ratio."""
+    the runner's own part of a sync call, for reading the sync ratio. ``remote=True``
+    calls it from inside a running loop (a notebook cell), where the call is handed to
+    the runner's background driver thread and back: the thread hop's cost."""
     from agentkit.interop import run_sync
 
     async def nothing() -> None:
@@ -141,8 +143,15 @@ def handoff_us(calls: int = 2000, rounds: int = 7) -> tuple[float, float]:
             run_sync(nothing)
         return (time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls
 
-    once()
-    samples = [once() for _ in range(rounds)]
+    async def inside_a_loop() -> list[tuple[float, float]]:
+        once()
+        return [once() for _ in range(rounds)]
+
+    if remote:
+        samples = asyncio.run(inside_a_loop())
+    else:
+        once()
+        samples = [once() for _ in range(rounds)]
     return (
         statistics.median(s[0] for s in samples) * 1e6,
         statistics.median(s[1] for s in samples) * 1e6,
@@ -163,9 +172,9 @@ def without_handoff(module: ModuleType, call: Callable[[], object]) -> Callable[
     """Diagnostic only: ``call`` with ``module``'s ``run_sync`` driving the coroutine inline.
 
     The benches' in-process memories never suspend, so this measures everything a sync
-    call does except the loop handoff. Paired with the real call, the difference is the
-    handoff as it costs inside a call, where the loop's thread has sat idle longer (and
-    takes longer to wake) than in a tight loop of bare handoffs.
+    call does except ``run_sync`` (the shared loop's task and loop run, or a thread hop
+    when the call goes remote). Paired with the real call, the difference is what
+    ``run_sync`` costs inside a call.
     """
     real = module.run_sync
 
