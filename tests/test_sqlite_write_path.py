@@ -136,3 +136,20 @@ async def test_word_search_of_the_scope_goes_on_while_a_write_is_under_way(
         await store.upsert_vectors([Chunk("k", "kiwi salad")], _vectors(1), scope=ACME)
         assert seen == [["a"]]
         assert await _words(store, "apple kiwi") == ["a", "k"]
+
+
+async def test_a_new_scope_over_a_stale_index_directory_shows_only_its_rows(
+    tmp_path: Path,
+) -> None:
+    """A store file replaced under the same name leaves the old lexical directory
+    beside it; the new store's first write to the scope must not inherit its words."""
+    path = tmp_path / "s.db"
+    async with SQLiteVectorStore(path, embedder=HashingEmbedder(64)) as store:
+        await store.upsert_vectors([Chunk("old", "walrus tusk")], _vectors(1), scope=ACME)
+    for name in ("s.db", "s.db-wal", "s.db-shm"):
+        (tmp_path / name).unlink(missing_ok=True)
+    async with SQLiteVectorStore(path, embedder=HashingEmbedder(64)) as store:
+        await store.upsert_vectors([Chunk("new", "walrus pup")], _vectors(1), scope=ACME)
+        assert await _words(store, "walrus tusk pup") == ["new"]
+    async with SQLiteVectorStore(path, embedder=HashingEmbedder(64)) as store:
+        assert await _words(store, "walrus tusk pup") == ["new"]

@@ -231,29 +231,38 @@ class LexicalIndexes:
         before: int,
         added: Sequence[tuple[int, str]],
         removed: Sequence[int] | None,
+        *,
+        empty: bool = False,
     ) -> Staged | None:
         """``apply``'s first half, which may run before the SQLite commit: the changes
         go to a tantivy writer, uncommitted, and tantivy indexes them on its own thread
         (outside the GIL) while the caller writes its rows. Then ``finish`` after the
         commit, or ``abort`` if the transaction rolls back. Call inside
-        ``writing(bucket)``. None when the index is not exactly at ``before`` (or
-        taking the changes failed): ``finish`` then rebuilds the scope from its rows.
+        ``writing(bucket)``. ``empty``: the scope held no rows at ``before`` (read in
+        the caller's transaction), so an index not at ``before`` (a new scope's, never
+        built) is simply emptied and given the changes, with no read-back of rows.
+        None when the index is not exactly at ``before`` otherwise (or taking the
+        changes failed): ``finish`` then rebuilds the scope from its rows.
         """
         if not self.writable:
             return None
         scope = self._scope(bucket)
         changes = contextlib.ExitStack()
         try:
-            if self._sidecar(bucket) != before:
+            current = self._sidecar(bucket) == before
+            if not current and not empty:
                 return None
             # The scope's lock only guards its fields: searches of this scope go on
             # from the current searcher while the changes are taken and the rows
             # written (one writer at a time is the file lock's job).
             with scope.lock:
                 if scope.index is None:
-                    scope.index = _disk_index(self._dir(bucket), create=False)
+                    scope.index = _disk_index(self._dir(bucket), create=not current)
                 index = scope.index
             writer = changes.enter_context(_committed(index))
+            if not current:
+                self._write_sidecar(bucket, None)  # claim nothing while it changes
+                writer.delete_all_documents()
             if removed is None:
                 writer.delete_all_documents()
             else:

@@ -720,9 +720,12 @@ class SQLiteVectorStore:
             if assign:
                 rowids = [held[cid] if rowid is None else rowid
                           for rowid, cid in zip(given, ids, strict=True)]
+                empty = not held and not db.execute(
+                    "SELECT EXISTS (SELECT 1 FROM chunks WHERE org = ? AND domain = ?)", bucket
+                ).fetchone()[0]
                 staged = lexical.stage(
                     bucket, before, list(zip(rowids, [w[1] for w in writes], strict=True)),
-                    list(held.values()),
+                    list(held.values()), empty=empty,
                 )
             db.executemany(
                 "INSERT INTO chunks(rowid, org, domain, id, text, metadata, vector) "
