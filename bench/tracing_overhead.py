@@ -19,6 +19,17 @@ Lines:
   untraced: what the SDK's own span machinery costs here. Context, no target.
 - share: tracing on vs those bare spans: what this instrumentation adds beyond the
   SDK's span (attributes, record count, the wrapper). Context, no target.
+- floor-conventions: bare spans carrying what the GenAI memory conventions ask of each
+  span here (operation name, store id and top_k at start, record count at the end) vs
+  untraced: the least a conventions-following instrumentation can cost with this SDK.
+  Context, no target.
+- share-conventions: tracing on vs those spans: this code's own part (its wrapper, the
+  ``agentkit.memory.source.type`` attribute, the checks for capture, deadlines, caches).
+  Context, no target.
+- per span (``--per-span``, or after the lines above): one call of a source that does no
+  work, in a hot loop, untraced / bare span / conventions span / ours, CPU per call, for
+  each processor. The composite lines divide a few percent of a ~2 ms query by five, so
+  their per-span figures swing by tens of microseconds between runs; these do not.
 - api: opentelemetry-api installed but no tracer provider configured, vs untraced,
   measured in a child process since a process's provider is set once. Target <= 1.05x.
 
@@ -45,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.kernel import Ctx, Scope
+from agentkit.observability import traced_memory
 from agentkit.state.context import WorkingContext
 from agentkit.state.files import InMemoryFiles
 from agentkit.state.journal import MutationJournal
@@ -86,6 +98,38 @@ def _untraced(cls: type[Any]) -> type[Any]:
 class Entry:
     text: str
     role: str = "user"
+
+
+def _conventional(cls: type[Any], tracer: Any) -> type[Any]:
+    """The same class with a hand-written span carrying the conventions' attributes."""
+    from opentelemetry import context, trace
+
+    def spanned(fn: Any, operation: str) -> Any:
+        async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": operation,
+                "gen_ai.memory.store.id": self.name,
+            }
+            if "k" in kwargs:
+                attributes["gen_ai.retrieval.top_k"] = kwargs["k"]
+            span = tracer.start_span(operation, attributes=attributes)
+            token = context.attach(trace.set_span_in_context(span))
+            try:
+                result = await fn(self, *args, **kwargs)
+                span.set_attribute("gen_ai.memory.record.count", len(result))
+                return result
+            finally:
+                context.detach(token)
+                span.end()
+
+        return call
+
+    spanned_methods = {
+        name: spanned(fn.__wrapped__, fn.__agentkit_traced__)
+        for name, fn in vars(cls).items()
+        if hasattr(fn, "__agentkit_traced__")
+    }
+    return dataclasses.dataclass(type(cls.__name__, (cls,), spanned_methods))
 
 
 def _bare(cls: type[Any], tracer: Any) -> type[Any]:
@@ -144,6 +188,7 @@ def build(data: Backends, variant: str, tracer: Any = None) -> CompositeMemory:
         "traced": lambda c: c,
         "plain": _untraced,
         "bare": lambda c: _bare(c, tracer),
+        "conventions": lambda c: _conventional(c, tracer),
     }[variant]
     sources: Sequence[Any] = [
         pick(VectorMemory)(data.store),
@@ -200,6 +245,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--api-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--per-span", action="store_true", help="only the hot-loop per-span diagnostic"
+    )
     args = parser.parse_args()
 
     if args.api_only:  # the child: API present, no provider, print the Paired fields
@@ -213,6 +261,9 @@ def main() -> None:
 
     simple, exported = _provider(batch=False)
     trace.set_tracer_provider(simple)  # the global one, as an application sets it
+    if args.per_span:
+        _per_span_hot()
+        return
     print(f"{args.rounds} interleaved rounds x {args.calls} composite queries, 4 sources, k=4")
     sdk = measure(args.rounds, args.calls)
     ok_sdk = report(
@@ -244,6 +295,19 @@ def main() -> None:
     share = measure(args.rounds, args.calls, base="bare", tracer=bare_tracer)
     _context("tracing_overhead_share", "tracing on vs bare SDK spans (this code's own share)",
              share)
+    conventions = measure(args.rounds, args.calls, ours="conventions", tracer=bare_tracer)
+    _context(
+        "tracing_overhead_floor_conventions",
+        "SDK spans with the conventions' attributes (SimpleSpanProcessor) vs untraced",
+        conventions,
+    )
+    mine = measure(args.rounds, args.calls, base="conventions", tracer=bare_tracer)
+    _context(
+        "tracing_overhead_share_conventions",
+        "tracing on vs SDK spans with the conventions' attributes (this code's own part)",
+        mine,
+    )
+    _per_span_hot()
 
     child = subprocess.run(
         [sys.executable, __file__, "--api-only", "--rounds", str(args.rounds),
@@ -279,6 +343,80 @@ def _per_span(prefix: str, result: Paired) -> None:
     added = (result.ours_cpu_us - result.base_cpu_us) / SPANS_PER_QUERY
     print(f"  added per span: {added:.1f} us cpu")
     print(f"RESULT {prefix}_per_span_us={added:.2f}")
+
+
+@traced_memory
+@dataclasses.dataclass
+class _Fixed:
+    """A source that does no work: what a call costs is then the span around it."""
+
+    items: list[MemoryItem]
+    name: str = "fixed"
+
+    async def query(self, query: str, *, k: int = 4, ctx: Ctx) -> list[MemoryItem]:
+        return self.items[:k]
+
+
+def _per_span_hot(calls: int = 5000, rounds: int = 9) -> None:
+    """CPU per call of a no-work source: untraced, bare span, conventions span, ours.
+
+    Each processor gets its own provider (the memory spans through
+    ``set_tracer_provider``, the hand-written ones through the same provider's tracer);
+    the variants take turns within a round, in a rotating order, GC off as in
+    ``_paired``.
+    """
+    import gc
+    import statistics
+    import time
+
+    from agentkit.observability import set_tracer_provider
+
+    items = [MemoryItem(f"item {i}", "fixed", id=f"i{i}") for i in range(4)]
+    ctx = Ctx(SCOPE)
+    print("per span, hot loop: one call of a source that does no work (cpu us per call)")
+    for batch in (False, True):
+        provider, _ = _provider(batch=batch)
+        tracer = provider.get_tracer("bench.bare")
+        set_tracer_provider(provider)
+        variants = {
+            "untraced": _untraced(_Fixed)(items),
+            "bare": _bare(_Fixed, tracer)(items),
+            "conventions": _conventional(_Fixed, tracer)(items),
+            "ours": _Fixed(items),
+        }
+
+        async def run(source: Any, n: int) -> float:
+            cpu = time.process_time()
+            for _ in range(n):
+                await source.query(QUERY, k=4, ctx=ctx)
+            return (time.process_time() - cpu) / n * 1e6
+
+        async def rounds_of(variants: dict[str, Any]) -> dict[str, float]:
+            for source in variants.values():
+                await run(source, calls // 5)
+            samples: dict[str, list[float]] = {name: [] for name in variants}
+            names = list(variants)
+            gc.collect()
+            gc.disable()
+            try:
+                for r in range(rounds):
+                    for name in names[r % len(names):] + names[: r % len(names)]:
+                        samples[name].append(await run(variants[name], calls))
+            finally:
+                gc.enable()
+            return {name: statistics.median(v) for name, v in samples.items()}
+
+        cpu = asyncio.run(rounds_of(variants))
+        set_tracer_provider(None)
+        provider.shutdown()
+        kind = "batch" if batch else "simple"
+        base = cpu["untraced"]
+        print(
+            f"  {kind:6s}: untraced {base:5.1f}   bare span +{cpu['bare'] - base:5.1f}   "
+            f"conventions span +{cpu['conventions'] - base:5.1f}   ours +{cpu['ours'] - base:5.1f}"
+        )
+        for name in ("bare", "conventions", "ours"):
+            print(f"RESULT tracing_overhead_hot_{kind}_{name}_us={cpu[name] - base:.2f}")
 
 
 def _queries(args: argparse.Namespace) -> int:
