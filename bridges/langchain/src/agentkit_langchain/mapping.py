@@ -18,6 +18,7 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 
 RESERVED_PREFIX = "agentkit_"
+_PREFIX_LEN = len(RESERVED_PREFIX)
 SOURCE_KEY = "agentkit_source"
 SCORE_KEY = "agentkit_score"
 ID_KEY = "agentkit_id"
@@ -61,13 +62,16 @@ def to_documents(items: list[MemoryItem], *, include_score: bool = True) -> list
     item back with ``score=None``; everything else is kept.
     """
     out: list[Document] = []
+    append = out.append
     for item in items:
         if not isinstance(item, MemoryItem):
             raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
-        metadata = dict(item.metadata)
-        for key in metadata:  # inline: this loop is on every retrieve
-            if key.startswith(RESERVED_PREFIX):
-                check_unreserved(metadata)  # raises, naming the key
+        given = item.metadata
+        for key in given:  # inline, and a slice over startswith: this is on every retrieve
+            if key[:_PREFIX_LEN] == RESERVED_PREFIX:
+                check_unreserved(given)  # raises, naming the key
+        # A plain dict, cloned whole: dict(given) would merge key by key from the subclass.
+        metadata = given.copy()
         metadata[SOURCE_KEY] = item.source
         score = item.score
         if include_score and score is not None:
@@ -75,7 +79,7 @@ def to_documents(items: list[MemoryItem], *, include_score: bool = True) -> list
         doc_id = item.id
         if doc_id is not None:
             metadata[ID_KEY] = doc_id
-        out.append(Document(page_content=item.content, metadata=metadata, id=doc_id))
+        append(Document(page_content=item.content, metadata=metadata, id=doc_id))
     return out
 
 

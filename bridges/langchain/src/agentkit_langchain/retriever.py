@@ -159,48 +159,69 @@ class AgentkitRetriever(BaseRetriever):
 
     def _tenant(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> Ctx | Scope:
         """Validate the call before any run starts; return its Ctx, or the Scope for one."""
-        for name in kwargs:
-            if name not in _ALLOWED_KWARGS:
-                raise InvalidArgumentType(
-                    f"AgentkitRetriever got an unexpected keyword argument {name!r}"
-                )
-        if "k" in kwargs:
-            kwargs["k"] = check_k(kwargs["k"])
-        if "where" in kwargs:
-            kwargs["where"] = check_where(kwargs["where"])
+        if kwargs:  # most calls pass none: skip the checks' lookups
+            for name in kwargs:
+                if name not in _ALLOWED_KWARGS:
+                    raise InvalidArgumentType(
+                        f"AgentkitRetriever got an unexpected keyword argument {name!r}"
+                    )
+            if "k" in kwargs:
+                kwargs["k"] = check_k(kwargs["k"])
+            if "where" in kwargs:
+                kwargs["where"] = check_where(kwargs["where"])
         # What ensure_config would give: an explicit configurable, else the inherited one.
         configurable = config.get("configurable") if config else None
         if configurable is None:
             inherited = var_child_runnable_config.get()
             configurable = inherited.get("configurable") if inherited else None
-        configurable = configurable or {}
-        given = configurable.get("agentkit_ctx")
-        if given is not None:
-            if not isinstance(given, Ctx):
-                raise InvalidArgumentType(
-                    f"configurable['agentkit_ctx'] must be a Ctx, got {type(given).__name__}"
-                )
-            return given
-        org = configurable.get("org_id")
-        domain = configurable.get("domain_id")
-        if org is not None or domain is not None:
-            return Scope(org, domain)
-        if self.ctx is not None:
-            return self.ctx
-        return self.scope if self.scope is not None else _UNSCOPED
+        if configurable:
+            given = configurable.get("agentkit_ctx")
+            if given is not None:
+                if not isinstance(given, Ctx):
+                    raise InvalidArgumentType(
+                        f"configurable['agentkit_ctx'] must be a Ctx, got {type(given).__name__}"
+                    )
+                return given
+            org = configurable.get("org_id")
+            domain = configurable.get("domain_id")
+            if org is not None or domain is not None:
+                return Scope(org, domain)
+        ctx = self.ctx
+        if ctx is not None:
+            return ctx
+        scope = self.scope
+        return scope if scope is not None else _UNSCOPED
 
     # --- the run itself ---
 
-    def _call(
-        self, query: str, k: int | None, where: dict[str, Any] | None
-    ) -> tuple[str, int, dict[str, Any] | None]:
+    def _prepare(
+        self,
+        query: str,
+        k: int | None,
+        where: dict[str, Any] | None,
+        given: Ctx | Scope | None,
+        run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
+    ) -> tuple[str, int, dict[str, Any] | None, Ctx]:
+        """The query checked, the call's k and merged where, and the Ctx the memory gets.
+
+        The caller's own Ctx when there is one (it receives the observations); else a
+        new one for the tenant, whose run id is LangChain's: one id to correlate both
+        traces (only then is the run id's hex spelt).
+        """
         query = check_query(query)
-        k = self.k if k is None else k
+        if k is None:
+            k = self.k
         if where is None:
-            merged = self.where
-        else:
-            merged = {**self.where, **where} if self.where else where
-        return query, k, merged
+            where = self.where
+        elif self.where:
+            where = {**self.where, **where}
+        if isinstance(given, Ctx):
+            return query, k, where, given
+        if given is None:
+            if self.ctx is not None:
+                return query, k, where, self.ctx
+            given = self.scope if self.scope is not None else _UNSCOPED
+        return query, k, where, Ctx(given, run_id=run_manager.run_id.hex)
 
     def _get_relevant_documents(
         self,
@@ -212,8 +233,7 @@ class AgentkitRetriever(BaseRetriever):
         _agentkit_ctx: Ctx | Scope | None = None,
         **_: Any,
     ) -> list[Document]:
-        query, k, where = self._call(query, k, where)
-        ctx = self._ctx(_agentkit_ctx, run_manager.run_id.hex)
+        query, k, where, ctx = self._prepare(query, k, where, _agentkit_ctx, run_manager)
         memory = self.memory
 
         def make() -> Any:
@@ -226,7 +246,9 @@ class AgentkitRetriever(BaseRetriever):
             # run_sync runs the query in a copy of the context it is called in.
             with set_config_context(config) as context:
                 items = context.run(run_sync, make)
-        return _documents(items, k, self.include_score)
+        if len(items) > k:
+            items = items[:k]
+        return to_documents(items, include_score=self.include_score)
 
     async def _aget_relevant_documents(
         self,
@@ -238,8 +260,7 @@ class AgentkitRetriever(BaseRetriever):
         _agentkit_ctx: Ctx | Scope | None = None,
         **_: Any,
     ) -> list[Document]:
-        query, k, where = self._call(query, k, where)
-        ctx = self._ctx(_agentkit_ctx, run_manager.run_id.hex)
+        query, k, where, ctx = self._prepare(query, k, where, _agentkit_ctx, run_manager)
         config = _child_config(run_manager)
         if config is None:
             items: list[MemoryItem] = await self.memory.query(query, k=k, ctx=ctx, where=where)
@@ -247,18 +268,9 @@ class AgentkitRetriever(BaseRetriever):
             with set_config_context(config) as context:
                 coro = self.memory.query(query, k=k, ctx=ctx, where=where)
                 items = await asyncio.create_task(coro, context=context)
-        return _documents(items, k, self.include_score)
-
-    def _ctx(self, given: Ctx | Scope | None, run_id: str) -> Ctx:
-        """The caller's own Ctx when there is one (it receives the observations)."""
-        if isinstance(given, Ctx):
-            return given
-        if given is None:
-            if self.ctx is not None:
-                return self.ctx
-            given = self.scope if self.scope is not None else _UNSCOPED
-        # The agentkit run id is LangChain's run id: one id to correlate both traces.
-        return Ctx(given, run_id=run_id)
+        if len(items) > k:
+            items = items[:k]
+        return to_documents(items, include_score=self.include_score)
 
 
 def _child_config(
@@ -277,9 +289,3 @@ def _child_config(
     config.pop("run_name", None)
     config.pop("run_id", None)
     return config
-
-
-def _documents(items: list[MemoryItem], k: int, include_score: bool) -> list[Document]:
-    if len(items) > k:
-        items = items[:k]
-    return to_documents(items, include_score=include_score)
