@@ -21,6 +21,7 @@ from agentkit.state.memory import MemoryItem
 __all__ = ["RESERVED_PREFIX", "STAMP_KEYS", "from_node", "to_node", "to_nodes"]
 
 RESERVED_PREFIX = "agentkit_"
+_PREFIX_LEN = len(RESERVED_PREFIX)
 SOURCE_KEY = "agentkit_source"
 SCORE_KEY = "agentkit_score"
 ID_KEY = "agentkit_id"
@@ -51,12 +52,13 @@ def _check_item(item: object) -> None:
 
 
 def _node(node_id: str, text: str, meta: dict[str, Any], score: float | None) -> NodeWithScore:
+    # The tuple as is: pydantic validates it into a fresh list for each node anyway.
     node = TextNode(
         id_=node_id,
         text=text,
         metadata=meta,
-        excluded_embed_metadata_keys=list(STAMP_KEYS),
-        excluded_llm_metadata_keys=list(STAMP_KEYS),
+        excluded_embed_metadata_keys=STAMP_KEYS,
+        excluded_llm_metadata_keys=STAMP_KEYS,
     )
     return NodeWithScore(node=node, score=score)
 
@@ -92,10 +94,12 @@ def to_nodes(items: Iterable[MemoryItem], *, include_score: bool = True) -> list
     for item in items:
         if not isinstance(item, MemoryItem):
             _check_item(item)  # raises, naming the type
-        stamped: dict[str, Any] = dict(item.metadata)
-        for key in stamped:  # inline: this loop is on every retrieve
-            if key.startswith(RESERVED_PREFIX):
-                _check_reserved(stamped)  # raises, naming the key
+        given = item.metadata
+        for key in given:  # inline, and a slice over startswith: this is on every retrieve
+            if key[:_PREFIX_LEN] == RESERVED_PREFIX:
+                _check_reserved(given)  # raises, naming the key
+        # A plain dict, cloned whole: dict(given) would merge key by key from the subclass.
+        stamped: dict[str, Any] = given.copy()
         source = item.source
         stamped[SOURCE_KEY] = source
         score = item.score
