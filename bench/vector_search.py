@@ -70,7 +70,7 @@ async def main(n: int, rounds: int) -> None:
         t0 = time.perf_counter()
         await store.upsert_vectors(chunks, vectors, scope=SCOPE)
         per_batch.append(time.perf_counter() - t0)
-        matrix = store._buckets[SCOPE].snap.matrix
+        matrix = store._buckets[SCOPE].snap.vectors
         reallocations += matrix is not previous
         previous = matrix
     load_total = time.perf_counter() - t_load
@@ -81,7 +81,7 @@ async def main(n: int, rounds: int) -> None:
     last = statistics.median(per_batch[-tenth:]) / BATCH
 
     bucket = store._buckets[SCOPE]
-    live = bucket.snap.matrix[: bucket.size()]
+    live = bucket.snap.vectors[: bucket.size()]
     queries = embedder.embed_sync(QUERIES)
 
     # Same answers first: the store must be doing the same exact search as the floor.
