@@ -94,7 +94,7 @@ class StoreView:
         return StoreView(self.store, scope)
 
     def close(self) -> None:
-        """``aclose`` for sync callers, once, on agentkit's background loop."""
+        """``aclose`` for sync callers, once, on agentkit's shared loop."""
         run_sync(self.aclose)
 
     async def aclose(self) -> None:

@@ -117,7 +117,7 @@ class AgentkitVectorStore(VectorStore):
     is refused rather than silently ignored. Scores are cosine similarities (higher is
     better); relevance scores are the same, floored at 0.
 
-    Sync methods run the async ones once on agentkit's shared background loop
+    Sync methods run the async ones once on agentkit's one shared loop
     (``agentkit.interop.run_sync``); async code should call the ``a*`` twins. A
     Postgres store belongs to one event loop, so use it from sync or from async code,
     not both.

@@ -18,7 +18,7 @@ from agentkit.kernel.errors import InvalidArgumentType
 class AgentkitEmbeddings(Embeddings):
     """LangChain ``Embeddings`` over anything with ``async embed(texts) -> array``.
 
-    The sync methods run the embedder once on agentkit's background loop, so they work
+    The sync methods run the embedder once on agentkit's shared loop, so they work
     inside a running event loop too; the async ones await it on the caller's loop.
 
     Args:

@@ -132,7 +132,7 @@ class AgentkitStore(BaseStore):
     ready store already embeds with its own model and two models in one bucket would
     ruin ranking.
 
-    Sync methods run the async ones once on agentkit's shared background loop
+    Sync methods run the async ones once on agentkit's one shared loop
     (``agentkit.interop.run_sync``), so they work from threads and beside a running
     loop. A Postgres store belongs to one event loop: use it from sync code or from
     async code, not both (the same goes for the thread and the task sweeper). Leaving

@@ -85,7 +85,7 @@ class AgentkitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     after-agent step updates the item instead of adding a second.
 
     Sync runs (``invoke``) reach the async memory through the interop layer's one
-    background loop; async runs (``ainvoke``) await it on their own loop.
+    shared loop; async runs (``ainvoke``) await it on their own loop.
 
     Args:
         memory: The MemorySource to recall from (and write to, with ``write_back``).
