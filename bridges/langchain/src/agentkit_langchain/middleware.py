@@ -22,6 +22,7 @@ from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType
 from agentkit.kernel.validate import check_k
 from agentkit.state.memory import MemoryItem
+from agentkit_langchain._configurable import configured_tenant
 
 __all__ = [
     "DATA_CLOSE",
@@ -183,17 +184,11 @@ class AgentkitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         org, domain = _field(context, "org_id"), _field(context, "domain_id")
         if org is not None or domain is not None:
             return Ctx(Scope(org, domain))
-        configurable = _configurable()
-        given = configurable.get("agentkit_ctx")
-        if given is not None:
-            if not isinstance(given, Ctx):
-                raise InvalidArgumentType(
-                    f"configurable['agentkit_ctx'] must be a Ctx, got {type(given).__name__}"
-                )
-            return given
-        org, domain = _field(configurable, "org_id"), _field(configurable, "domain_id")
-        if org is not None or domain is not None:
-            return Ctx(Scope(org, domain))
+        tenant = configured_tenant(_configurable())
+        if isinstance(tenant, Ctx):
+            return tenant
+        if tenant is not None:
+            return Ctx(tenant)
         return Ctx(self.scope if self.scope is not None else Scope())
 
 

@@ -20,6 +20,7 @@ from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.state.memory import MemoryItem
+from agentkit_langchain._configurable import configured_tenant
 from agentkit_langchain.mapping import to_documents
 
 # Per-call keyword arguments the base class passes through on its own.
@@ -175,17 +176,9 @@ class AgentkitRetriever(BaseRetriever):
             inherited = var_child_runnable_config.get()
             configurable = inherited.get("configurable") if inherited else None
         if configurable:
-            given = configurable.get("agentkit_ctx")
-            if given is not None:
-                if not isinstance(given, Ctx):
-                    raise InvalidArgumentType(
-                        f"configurable['agentkit_ctx'] must be a Ctx, got {type(given).__name__}"
-                    )
-                return given
-            org = configurable.get("org_id")
-            domain = configurable.get("domain_id")
-            if org is not None or domain is not None:
-                return Scope(org, domain)
+            tenant = configured_tenant(configurable)
+            if tenant is not None:
+                return tenant
         ctx = self.ctx
         if ctx is not None:
             return ctx
