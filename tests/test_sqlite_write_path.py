@@ -153,3 +153,39 @@ async def test_a_new_scope_over_a_stale_index_directory_shows_only_its_rows(
         assert await _words(store, "walrus tusk pup") == ["new"]
     async with SQLiteVectorStore(path, embedder=HashingEmbedder(64)) as store:
         assert await _words(store, "walrus tusk pup") == ["new"]
+
+
+async def test_a_write_split_into_several_statements_lands_every_row_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rows go to SQLite as one JSON array plus one blob of vectors per statement; a write
+    # bigger than a statement's budget takes several. Made small here so 40 rows need
+    # about ten: every text, metadata value and vector must come back byte for byte,
+    # whichever statement carried it, and ids already held keep their rows.
+    import agentkit.vector.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_STATEMENT_BYTES", 1200)
+    path = tmp_path / "s.db"
+    texts = [
+        f'row {i}: "quoted", back\\slash, newline\n, tab\t, ünïcødé ✓ {"x" * (i % 7)}'
+        for i in range(40)
+    ]
+    metas = [{"i": i, "note": f'"{i}"\n', "nested": {"k": [i, None, 1.5]}} for i in range(40)]
+    chunks = [Chunk(f"id-{i}", texts[i], metas[i]) for i in range(40)]
+    vectors = _vectors(40)
+    async with SQLiteVectorStore(path, embedder=HashingEmbedder(64)) as store:
+        await store.upsert_vectors(chunks[:10], vectors[:10], scope=ACME)
+        held = _rowids(path)
+        await store.upsert_vectors(chunks, vectors, scope=ACME)
+        got = {c.id: c for c in await store.get([c.id for c in chunks], scope=ACME)}
+        assert [got[c.id].text for c in chunks] == texts
+        assert [got[c.id].metadata for c in chunks] == metas
+        assert await store.count(scope=ACME) == 40
+        assert await _words(store, "ünïcødé") != []
+    rows = _rowids(path)
+    assert all(rows[cid] == rowid for cid, rowid in held.items())
+    with sqlite3.connect(path) as conn:
+        blobs = dict(conn.execute("SELECT id, vector FROM chunks").fetchall())
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for i, chunk in enumerate(chunks):
+        assert np.frombuffer(blobs[chunk.id], dtype=np.float32).tolist() == unit[i].tolist()

@@ -93,6 +93,9 @@ def _bucket(scope: object) -> tuple[str, str]:
 
 # One encoder for every row: json.dumps with options builds a new one per call.
 _JSON = json.JSONEncoder(allow_nan=False, ensure_ascii=False).encode
+# One insert statement's parameters stay around this size (SQLite refuses a string or
+# blob over a billion bytes; memory stays modest): a bigger write takes several steps.
+_STATEMENT_BYTES = 64 << 20
 
 
 def _encode_metadata(chunk: Chunk) -> str:
@@ -727,18 +730,7 @@ class SQLiteVectorStore:
                     bucket, before, list(zip(rowids, [w[1] for w in writes], strict=True)),
                     list(held.values()), empty=empty,
                 )
-            db.executemany(
-                "INSERT INTO chunks(rowid, org, domain, id, text, metadata, vector) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(org, domain, id) DO UPDATE SET text = excluded.text, "
-                "metadata = excluded.metadata, vector = excluded.vector",
-                # Each vector is a C-contiguous float32 row (upsert and upsert_vectors
-                # make them so): SQLite copies its buffer as the blob, no bytes object.
-                [
-                    (rowid, *bucket, w[0], w[1], w[2], w[3])
-                    for rowid, w in zip(given, writes, strict=True)
-                ],
-            )
+            _insert_rows(db, bucket, given, writes)
             if not assign:
                 found = {**_rowids(db, bucket, ids), **held}
                 rowids = [found[cid] for cid in ids]
@@ -784,19 +776,32 @@ class SQLiteVectorStore:
             try:
                 before = scope_generation(db, bucket)
                 ids = pick(db)
+                # The rowids gathered in one result row, then one DELETE: RETURNING would
+                # step (and retake the GIL) once per row; see _insert_rows.
                 rowids: list[int] = []
                 if ids is None:
-                    rowids = [r[0] for r in db.execute(
-                        "DELETE FROM chunks WHERE org = ? AND domain = ? RETURNING rowid", bucket
-                    )]
+                    (found,) = db.execute(
+                        "SELECT json_group_array(rowid) FROM chunks WHERE org = ? AND domain = ?",
+                        bucket,
+                    ).fetchone()
+                    rowids = json.loads(found)
+                    db.execute("DELETE FROM chunks WHERE org = ? AND domain = ?", bucket)
                 else:
                     for part in _parts(ids):
                         marks = ",".join("?" * len(part))
-                        rowids += [r[0] for r in db.execute(
-                            f"DELETE FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks}) "
-                            "RETURNING rowid",
+                        (found,) = db.execute(
+                            "SELECT json_group_array(rowid) FROM chunks "
+                            f"WHERE org = ? AND domain = ? AND id IN ({marks})",
                             (*bucket, *part),
-                        )]
+                        ).fetchone()
+                        gone: list[int] = json.loads(found)
+                        if gone:
+                            db.execute(
+                                "DELETE FROM chunks "
+                                "WHERE rowid IN (SELECT value FROM json_each(?))",
+                                (found,),
+                            )
+                            rowids += gone
                 removed = len(rowids)
                 if removed:
                     touch(db, bucket)
@@ -1034,15 +1039,66 @@ def _texts(
     return out
 
 
+def _insert_rows(
+    conn: sqlite3.Connection,
+    bucket: tuple[str, str],
+    rowids: list[int | None],
+    writes: list[tuple[str, str, str, npt.NDArray[np.float32]]],
+) -> None:
+    """Insert or update ``writes`` (rowid None: SQLite picks it), a statement step per
+    ``_STATEMENT_BYTES`` or so.
+
+    The rows travel as one JSON array and the vectors as one blob, so the whole insert
+    runs in a single ``sqlite3_step`` without the GIL. ``executemany`` releases and
+    retakes the GIL once per row, and while any other thread of the process runs Python
+    each retake can wait out the interpreter's switch interval: a write of thousands of
+    rows then held the file's write lock for minutes instead of a fraction of a second.
+    """
+    rows: list[list[object]] = []
+    blobs: list[memoryview] = []
+    offset = 1  # where the next vector starts in the joined blob; substr() counts from 1
+    carried = 0  # about how many bytes the statement's two parameters hold so far
+    for rowid, (cid, text, meta, vector) in zip(rowids, writes, strict=True):
+        size = vector.nbytes
+        weight = size + len(cid) + len(text) + len(meta)
+        if rows and carried + weight > _STATEMENT_BYTES:
+            _insert_step(conn, bucket, rows, blobs)
+            rows, blobs, offset, carried = [], [], 1, 0
+        rows.append([rowid, cid, text, meta, offset, size])
+        blobs.append(vector.data)  # C-contiguous float32 rows: their bytes as they are
+        offset += size
+        carried += weight
+    if rows:
+        _insert_step(conn, bucket, rows, blobs)
+
+
+def _insert_step(
+    conn: sqlite3.Connection, bucket: tuple[str, str], rows: list[list[object]],
+    blobs: list[memoryview],
+) -> None:
+    conn.execute(
+        "INSERT INTO chunks(rowid, org, domain, id, text, metadata, vector) "
+        "SELECT r.value ->> 0, ?1, ?2, r.value ->> 1, r.value ->> 2, r.value ->> 3, "
+        "substr(?3, r.value ->> 4, r.value ->> 5) FROM json_each(?4) AS r "
+        "WHERE true ORDER BY r.key "  # WHERE: an upsert's SELECT needs one (SQLite's grammar)
+        "ON CONFLICT(org, domain, id) DO UPDATE SET text = excluded.text, "
+        "metadata = excluded.metadata, vector = excluded.vector",
+        (*bucket, b"".join(blobs), _JSON(rows)),
+    )
+
+
 def _rowids(conn: sqlite3.Connection, bucket: tuple[str, str], ids: list[str]) -> dict[str, int]:
-    """Rowid by id, for those of ``ids`` the scope holds."""
+    """Rowid by id, for those of ``ids`` the scope holds: one result row per part, for
+    the reason ``_insert_rows`` gives."""
     out: dict[str, int] = {}
     for part in _parts(ids):
         marks = ",".join("?" * len(part))
-        out.update(conn.execute(
-            f"SELECT id, rowid FROM chunks WHERE org = ? AND domain = ? AND id IN ({marks})",
+        (found,) = conn.execute(
+            "SELECT json_group_array(json_array(id, rowid)) FROM chunks "
+            f"WHERE org = ? AND domain = ? AND id IN ({marks})",
             (*bucket, *part),
-        ).fetchall())
+        ).fetchone()
+        out.update(json.loads(found))
     return out
 
 
