@@ -15,7 +15,7 @@ the numbers about the memory layer rather than a model.
    equal the seed plus the distinct new ids, exactly.
 
 Any error fails the run (non-zero exit). Prints human lines and ``RESULT name=value``.
-Run: ``python bench/load.py``.
+Run: ``python bench/load.py [--seed-docs 2000] [--burst 1000] [--soak 10000]``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import argparse
 import asyncio
 import random
 import resource
@@ -84,14 +85,14 @@ def pct(values: list[float], p: float) -> float:
 
 
 async def build(
-    root: Path,
+    root: Path, seed_docs: int = SEED_DOCS
 ) -> tuple[CompositeMemory, SQLiteVectorStore, InMemoryVectorStore, MutationJournal[Entry]]:
     rng = random.Random(7)
     emb = HashingEmbedder(dim=DIM)
     sqlite = SQLiteVectorStore(root / "load.db", embedder=emb)
     inmem = InMemoryVectorStore(emb)
     journal: MutationJournal[Entry] = MutationJournal()
-    chunks = [Chunk(f"doc-{i}", sentence(rng), {"n": i}) for i in range(SEED_DOCS)]
+    chunks = [Chunk(f"doc-{i}", sentence(rng), {"n": i}) for i in range(seed_docs)]
     await sqlite.upsert(chunks, scope=SCOPE)
     await inmem.upsert(chunks, scope=SCOPE)
     for c in chunks:
@@ -125,7 +126,11 @@ async def burst(composite: CompositeMemory, queries: list[str]) -> tuple[list[fl
 
 
 async def soak(
-    composite: CompositeMemory, journal: MutationJournal[Entry], rng: random.Random
+    composite: CompositeMemory,
+    journal: MutationJournal[Entry],
+    rng: random.Random,
+    ops: int = SOAK,
+    seed_docs: int = SEED_DOCS,
 ) -> tuple[list[float], list[float], int, set[str], float]:
     gate = asyncio.Semaphore(IN_FLIGHT)
     reads: list[float] = []
@@ -134,7 +139,7 @@ async def soak(
     new_ids: set[str] = set()
     plan: list[tuple[str, str, str | None]] = []
     fresh = 0
-    for _ in range(SOAK):
+    for _ in range(ops):
         r = rng.random()
         if r < 0.8:
             plan.append(("read", " ".join(rng.choices(VOCAB, k=rng.randint(1, 4))), None))
@@ -142,7 +147,7 @@ async def soak(
             plan.append(("write", sentence(rng), f"new-{fresh}"))
             fresh += 1
         else:  # rewrite an existing row: the count must not grow
-            plan.append(("write", sentence(rng), f"doc-{rng.randrange(SEED_DOCS)}"))
+            plan.append(("write", sentence(rng), f"doc-{rng.randrange(seed_docs)}"))
 
     async def run(kind: str, text: str, row_id: str | None) -> None:
         async with gate:
@@ -171,13 +176,13 @@ async def soak(
     return reads, writes, len(errors), new_ids, wall
 
 
-async def main() -> int:
+async def main(seed_docs: int = SEED_DOCS, burst_n: int = BURST, soak_n: int = SOAK) -> int:
     rng = random.Random(42)
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
-        composite, sqlite, inmem, journal = await build(Path(tmp))
+        composite, sqlite, inmem, journal = await build(Path(tmp), seed_docs)
         try:
-            queries = [" ".join(rng.choices(VOCAB, k=rng.randint(1, 4))) for _ in range(BURST)]
+            queries = [" ".join(rng.choices(VOCAB, k=rng.randint(1, 4))) for _ in range(burst_n)]
             await composite.query(queries[0], k=K, ctx=CTX)  # warm caches, open the file
             rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -187,25 +192,27 @@ async def main() -> int:
             _, heap_peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"burst: {BURST} concurrent queries on 4 sources ({SEED_DOCS} docs each)")
-            print(f"  errors {errors + errors2}, wall {wall:.2f}s, {BURST / wall:.0f} queries/s")
+            print(f"burst: {burst_n} concurrent queries on 4 sources ({seed_docs} docs each)")
+            print(f"  errors {errors + errors2}, wall {wall:.2f}s, {burst_n / wall:.0f} queries/s")
             print(
                 f"  latency p50 {pct(lat, 50) * 1e3:.1f} ms, p99 {pct(lat, 99) * 1e3:.1f} ms "
-                f"(from launch of all {BURST})"
+                f"(from launch of all {burst_n})"
             )
             print(
                 f"  peak Python heap during the burst {heap_peak / 2**20:.1f} MiB, "
                 f"peak RSS {rss:.0f} MiB (before the burst {rss0:.0f} MiB)"
             )
-            failed |= errors + errors2 > 0 or len(lat) != BURST
+            failed |= errors + errors2 > 0 or len(lat) != burst_n
 
-            reads, writes, soak_errors, new_ids, soak_wall = await soak(composite, journal, rng)
-            expected = SEED_DOCS + len(new_ids)
+            reads, writes, soak_errors, new_ids, soak_wall = await soak(
+                composite, journal, rng, soak_n, seed_docs
+            )
+            expected = seed_docs + len(new_ids)
             rows = await sqlite.count(scope=SCOPE)
             mem_rows = await inmem.count(scope=SCOPE)
             print(
-                f"soak: {SOAK} ops ({len(reads)} reads, {len(writes)} writes), "
-                f"{IN_FLIGHT} in flight, {soak_wall:.1f}s, {SOAK / soak_wall:.0f} ops/s"
+                f"soak: {soak_n} ops ({len(reads)} reads, {len(writes)} writes), "
+                f"{IN_FLIGHT} in flight, {soak_wall:.1f}s, {soak_n / soak_wall:.0f} ops/s"
             )
             print(
                 f"  errors {soak_errors}; read p50 {pct(reads, 50) * 1e3:.1f} ms "
@@ -217,16 +224,16 @@ async def main() -> int:
                 f"  rows: sqlite {rows}, in-memory {mem_rows}, expected {expected} "
                 f"({'ok' if ok_rows else 'MISMATCH'})"
             )
-            failed |= soak_errors > 0 or not ok_rows or len(reads) + len(writes) != SOAK
+            failed |= soak_errors > 0 or not ok_rows or len(reads) + len(writes) != soak_n
 
             print(f"RESULT load_burst_errors={errors + errors2}")
             print(f"RESULT load_burst_p50_ms={pct(lat, 50) * 1e3:.3f}")
             print(f"RESULT load_burst_p99_ms={pct(lat, 99) * 1e3:.3f}")
-            print(f"RESULT load_burst_qps_per_s={BURST / wall:.1f}")
+            print(f"RESULT load_burst_qps_per_s={burst_n / wall:.1f}")
             print(f"RESULT load_burst_heap_peak_mib={heap_peak / 2**20:.2f}")
             print(f"RESULT load_peak_rss_mib={rss:.1f}")
             print(f"RESULT load_soak_errors={soak_errors}")
-            print(f"RESULT load_soak_ops_per_s={SOAK / soak_wall:.1f}")
+            print(f"RESULT load_soak_ops_per_s={soak_n / soak_wall:.1f}")
             print(f"RESULT load_soak_read_p99_ms={pct(reads, 99) * 1e3:.3f}")
             print(f"RESULT load_soak_write_p99_ms={pct(writes, 99) * 1e3:.3f}")
             print(f"RESULT load_soak_rows_ok={int(ok_rows)}")
@@ -236,4 +243,9 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed-docs", type=int, default=SEED_DOCS, help="rows in each store")
+    parser.add_argument("--burst", type=int, default=BURST, help="concurrent queries")
+    parser.add_argument("--soak", type=int, default=SOAK, help="mixed operations")
+    args = parser.parse_args()
+    sys.exit(asyncio.run(main(args.seed_docs, args.burst, args.soak)))

@@ -15,11 +15,12 @@ Printed:
   reranker may read the stamps: that path per item, for context;
 - composite: the whole query per item (fan-out, merge, rerank), for context.
 
-Run: ``python bench/merge.py``.
+Run: ``python bench/merge.py [--rounds 500]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import statistics
@@ -101,7 +102,7 @@ def per_item_us(samples: list[float], n_items: int) -> float:
     return statistics.mean(ordered[: max(1, len(ordered) // 10)]) / n_items * 1e6
 
 
-async def main() -> None:
+async def main(rounds: int = ROUNDS) -> None:
     ctx = Ctx()
     sources = build_sources()
     n_items = N_SOURCES * PER_SOURCE
@@ -116,7 +117,7 @@ async def main() -> None:
         timings[name].append(time.perf_counter() - start)
 
     # Interleaved, so a noisy neighbour slows every measurement alike.
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         t = time.perf_counter()
         await fresh_batches(sources, ctx)  # the sources' own cost, called directly
         clock("sources", t)
@@ -175,4 +176,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    asyncio.run(main(parser.parse_args().rounds))

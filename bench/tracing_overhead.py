@@ -35,7 +35,8 @@ Lines:
 
 Median of per-round wall-time ratios over interleaved rounds (``_paired``).
 
-    python bench/tracing_overhead.py [--rounds N] [--calls N]
+    python bench/tracing_overhead.py [--rounds N] [--calls N] [--chunks N]
+                                     [--hot-calls N] [--hot-rounds N]
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ from _paired import Paired, paired_async, report
 
 TARGET = 1.05
 N_CHUNKS = 10_000
+HOT_CALLS = 5000  # the per-span hot loop: calls per round, rounds
+HOT_ROUNDS = 9
 SPANS_PER_QUERY = 5
 SCOPE = Scope("org", "domain")
 QUERY = "which city did we plan the trip to"
@@ -167,9 +170,9 @@ class Backends:
     files: InMemoryFiles
 
 
-async def backends() -> Backends:
+async def backends(chunks: int = N_CHUNKS) -> Backends:
     store = InMemoryVectorStore(HashingEmbedder())
-    seed = [MemoryItem(_text(i), "seed", id=f"c{i}") for i in range(N_CHUNKS)]
+    seed = [MemoryItem(_text(i), "seed", id=f"c{i}") for i in range(chunks)]
     await VectorMemory(store).write(seed, ctx=Ctx(SCOPE))
     journal: MutationJournal[Entry] = MutationJournal()
     for i in range(1000):
@@ -200,9 +203,14 @@ def build(data: Backends, variant: str, tracer: Any = None) -> CompositeMemory:
 
 
 def measure(
-    rounds: int, calls: int, ours: str = "traced", base: str = "plain", tracer: Any = None
+    rounds: int,
+    calls: int,
+    ours: str = "traced",
+    base: str = "plain",
+    tracer: Any = None,
+    chunks: int = N_CHUNKS,
 ) -> Paired:
-    data = asyncio.run(backends())
+    data = asyncio.run(backends(chunks))
     traced, plain = build(data, ours, tracer), build(data, base, tracer)
     ctx = Ctx(SCOPE)
     first = asyncio.run(traced.query(QUERY, k=4, ctx=ctx))
@@ -248,10 +256,13 @@ def main() -> None:
     parser.add_argument(
         "--per-span", action="store_true", help="only the hot-loop per-span diagnostic"
     )
+    parser.add_argument("--chunks", type=int, default=N_CHUNKS, help="vector store size")
+    parser.add_argument("--hot-calls", type=int, default=HOT_CALLS, help="per-span loop calls")
+    parser.add_argument("--hot-rounds", type=int, default=HOT_ROUNDS, help="per-span loop rounds")
     args = parser.parse_args()
 
     if args.api_only:  # the child: API present, no provider, print the Paired fields
-        result = measure(args.rounds, args.calls)
+        result = measure(args.rounds, args.calls, chunks=args.chunks)
         print(*dataclasses.astuple(result))
         return
 
@@ -262,10 +273,10 @@ def main() -> None:
     simple, exported = _provider(batch=False)
     trace.set_tracer_provider(simple)  # the global one, as an application sets it
     if args.per_span:
-        _per_span_hot()
+        _per_span_hot(args.hot_calls, args.hot_rounds)
         return
     print(f"{args.rounds} interleaved rounds x {args.calls} composite queries, 4 sources, k=4")
-    sdk = measure(args.rounds, args.calls)
+    sdk = measure(args.rounds, args.calls, chunks=args.chunks)
     ok_sdk = report(
         "tracing_overhead_sdk",
         "tracing on (SDK, SimpleSpanProcessor, dropping exporter) vs untraced",
@@ -278,7 +289,7 @@ def main() -> None:
 
     batch, _ = _provider(batch=True)
     set_tracer_provider(batch)
-    sdk_batch = measure(args.rounds, args.calls)
+    sdk_batch = measure(args.rounds, args.calls, chunks=args.chunks)
     set_tracer_provider(None)
     batch.shutdown()
     ok_batch = report(
@@ -290,28 +301,32 @@ def main() -> None:
     _per_span("tracing_overhead_sdk_batch", sdk_batch)
 
     bare_tracer = simple.get_tracer("bench.bare")
-    floor = measure(args.rounds, args.calls, ours="bare", tracer=bare_tracer)
+    floor = measure(args.rounds, args.calls, ours="bare", tracer=bare_tracer, chunks=args.chunks)
     _context("tracing_overhead_floor", "bare SDK spans (SimpleSpanProcessor) vs untraced", floor)
-    share = measure(args.rounds, args.calls, base="bare", tracer=bare_tracer)
+    share = measure(args.rounds, args.calls, base="bare", tracer=bare_tracer, chunks=args.chunks)
     _context("tracing_overhead_share", "tracing on vs bare SDK spans (this code's own share)",
              share)
-    conventions = measure(args.rounds, args.calls, ours="conventions", tracer=bare_tracer)
+    conventions = measure(
+        args.rounds, args.calls, ours="conventions", tracer=bare_tracer, chunks=args.chunks
+    )
     _context(
         "tracing_overhead_floor_conventions",
         "SDK spans with the conventions' attributes (SimpleSpanProcessor) vs untraced",
         conventions,
     )
-    mine = measure(args.rounds, args.calls, base="conventions", tracer=bare_tracer)
+    mine = measure(
+        args.rounds, args.calls, base="conventions", tracer=bare_tracer, chunks=args.chunks
+    )
     _context(
         "tracing_overhead_share_conventions",
         "tracing on vs SDK spans with the conventions' attributes (this code's own part)",
         mine,
     )
-    _per_span_hot()
+    _per_span_hot(args.hot_calls, args.hot_rounds)
 
     child = subprocess.run(
         [sys.executable, __file__, "--api-only", "--rounds", str(args.rounds),
-         "--calls", str(args.calls)],
+         "--calls", str(args.calls), "--chunks", str(args.chunks)],
         capture_output=True, text=True,
     )
     if child.returncode != 0:
@@ -357,7 +372,7 @@ class _Fixed:
         return self.items[:k]
 
 
-def _per_span_hot(calls: int = 5000, rounds: int = 9) -> None:
+def _per_span_hot(calls: int = HOT_CALLS, rounds: int = HOT_ROUNDS) -> None:
     """CPU per call of a no-work source: untraced, bare span, conventions span, ours.
 
     Each processor gets its own provider (the memory spans through
