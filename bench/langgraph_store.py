@@ -134,6 +134,12 @@ def main() -> None:
         for name in names[r % len(names) :] + names[: r % len(names)]:
             per_round[name].append(timed(searches[name], queries, args.calls, r))
     ms = {name: statistics.median(v) * 1e3 for name, v in per_round.items()}
+    keys = {  # RESULT names (run_all.py): no spaces or brackets
+        "LangGraph InMemoryStore": "langgraph_inmemory",
+        "LangGraph SqliteStore": "langgraph_sqlite",
+        "AgentkitStore (in-memory)": "ours_inmemory",
+        "AgentkitStore (SQLite, hybrid)": "ours_sqlite_hybrid",
+    }
 
     print(
         f"\nsearch(('bench',), query=..., limit=10) over {args.items:,} items, dim {DIM}, "
@@ -147,6 +153,13 @@ def main() -> None:
             ratio = ms[ours] / ms[theirs]
             verdict = "met" if ratio < 1.0 else "NOT met"
             print(f"  {ours} / {theirs}: {ratio:.3f}x  (target < 1.0: {verdict})")
+    for name, value in ms.items():
+        print(f"RESULT langgraph_store_{keys[name]}_ms={value:.3f}")
+    for ours in ("AgentkitStore (in-memory)", "AgentkitStore (SQLite, hybrid)"):
+        for theirs in ("LangGraph InMemoryStore", "LangGraph SqliteStore"):
+            print(f"RESULT langgraph_store_{keys[ours]}_over_{keys[theirs]}_ratio="
+                  f"{ms[ours] / ms[theirs]:.4f}")
+    print(f"RESULT langgraph_store_same_scores_ratio={same_set / len(queries):.4f}")
     conn.close()
     import asyncio
 

@@ -60,7 +60,7 @@ async def word_cap(db: Path) -> None:
         t_long = min([await timed(store.lexical_search(long, k=10, scope=A)) for _ in range(3)])
     print(f"100k-word query {t_long * 1e3:8.1f} ms | first {MAX_QUERY_TERMS} words "
           f"{t_head * 1e3:8.1f} ms | ratio {t_long / t_head:5.2f}")
-    print(f"RESULT query_cost.long_over_head {t_long / t_head:.3f}")
+    print(f"RESULT query_cost.long_over_head={t_long / t_head:.3f}")
 
 
 async def tenants(db: Path, readers: int) -> tuple[float, float]:
@@ -92,7 +92,7 @@ async def main(rows: int) -> None:
             alone, busy = await tenants(db, readers)
             print(f"readers={readers}: B's one-word query alone {alone * 1e3:7.2f} ms | "
                   f"beside C's heavy queries {busy * 1e3:8.2f} ms | ratio {busy / alone:7.1f}")
-            print(f"RESULT query_cost.readers{readers}_busy_over_alone {busy / alone:.3f}")
+            print(f"RESULT query_cost.readers{readers}_busy_over_alone={busy / alone:.3f}")
 
 
 if __name__ == "__main__":
