@@ -3,7 +3,9 @@
 Encoding SciFact with MiniLM takes minutes on a small machine, so vectors are kept under
 ``bench/.cache/`` (gitignored) in one ``.npz`` per model and corpus: keyed by the model
 name and the corpus file's hash, rows addressed by the sha256 of each text. Whatever
-chunking the bench uses, a text seen before is never encoded twice.
+chunking the bench uses, a text seen before is never encoded twice. The benches keep
+their cached stores there too. ``AGENTKIT_BENCH_CACHE`` names another folder, so a run
+on other data (the smoke test's tiny corpus) never mixes its rows into this cache.
 
 ``run_all.py`` skips modules whose name starts with ``_``.
 """
@@ -20,7 +22,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+CACHE_DIR = Path(
+    os.environ.get("AGENTKIT_BENCH_CACHE") or Path(__file__).resolve().parent / ".cache"
+)
 
 
 def file_hash(path: Path) -> str:
