@@ -45,6 +45,10 @@ _EXAMPLES = 5  # ids kept per skip reason, to show the user which ones
 # Records per store write (one transaction): large enough that the per-write commit is
 # spread thin, small enough that a write is seconds of work and memory stays modest.
 WRITE_ROWS = 8_000
+# Fewer records go as soon as no write is in flight: when reading and embedding are the
+# slow part, the store would otherwise sit idle, and the write left after the last page
+# (which nothing overlaps) would be large.
+EAGER_ROWS = 2_000
 
 
 @dataclass(slots=True)
@@ -419,7 +423,8 @@ async def _vectors(ready: _Page, target: _Target) -> _Batch:
 
 
 class _Writes:
-    """Gathers pages into writes of about WRITE_ROWS records, with one write in flight.
+    """Gathers pages into writes of about WRITE_ROWS records (from EAGER_ROWS when the
+    store is idle), with one write in flight.
 
     The report counts a write's records only once it has landed, so a failed or
     cancelled import never reports what it did not write.
@@ -445,8 +450,12 @@ class _Writes:
         batch.updated += page.updated
         batch.embedded += page.embedded
         batch.reused += page.reused
-        if len(batch.chunks) >= WRITE_ROWS:
+        gathered = len(batch.chunks)
+        if gathered >= WRITE_ROWS or (gathered >= EAGER_ROWS and self._writer_idle()):
             await self._launch()
+
+    def _writer_idle(self) -> bool:
+        return self._flying is None or self._flying[0].done()
 
     async def finish(self) -> None:
         """Write what is gathered and wait for every write to land."""
