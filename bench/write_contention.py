@@ -6,7 +6,10 @@ the GIL back and forth once per row then waits out the interpreter's switch inte
 each retake, and holds the file's write lock all that time. This times the same
 ``upsert_vectors`` writes (fresh rows, then the same ids rewritten) on an otherwise idle
 process and beside one thread spinning in pure Python, and prints the ratio. Context, no
-target: the closer to 1x, the less a busy neighbour stretches a write.
+target: the closer to 1x, the less a busy neighbour stretches a write. The SQLite rows and
+the lexical deletions take one call each per write; the lexical index's additions still
+take one call into tantivy per row (its Python binding has no batch add), so the ratio
+swings widely from run to run with how fast the spinning thread wakes.
 
     python bench/write_contention.py [--n 16000] [--batch 8000] [--rounds 3]
 """
