@@ -27,6 +27,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -164,6 +165,7 @@ def main() -> None:
     import asyncio
 
     asyncio.run(ours_sqlite.close())
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
