@@ -109,6 +109,32 @@ async def test_delete_where_follows_the_search_rule(store: Any) -> None:
     assert await store.count(scope=GLOBEX) == 12
 
 
+async def test_delete_where_judges_every_page_of_a_scope(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SQLite store reads a scope in pages along its ids: matches on every page and
+    at page edges go, ids beyond ASCII sort the same in SQLite and Python, and another
+    scope's rows (which share the index) never count."""
+    import agentkit.vector.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_PICK_ROWS", 4)
+    # 12 rows: three full pages, then an empty one
+    ids = [f"c{i:02d}" for i in range(8)] + ["é1", "z9", "\U0001f40b", "日本"]
+    chunks = [
+        Chunk(cid, f"walrus {n}", {"doc_id": "d1" if n % 2 else "d0", "n": n})
+        for n, cid in enumerate(ids)
+    ]
+    async with SQLiteVectorStore(tmp_path / "m.db", embedder=HashingEmbedder(DIM)) as store:
+        await store.upsert(chunks, scope=ACME)
+        await store.upsert(chunks, scope=GLOBEX)
+        assert await store.delete_where({"doc_id": "d1"}, scope=ACME) == 6
+        left = {c.id for c in await store.get(ids, scope=ACME)}
+        assert left == {c.id for c in chunks if c.metadata["doc_id"] == "d0"}
+        assert await store.count(scope=GLOBEX) == len(ids)
+        assert await store.delete_where({"doc_id": "d0"}, scope=ACME) == 6
+        assert await store.count(scope=ACME) == 0
+
+
 @pytest.mark.parametrize("where", [{}, None])
 async def test_delete_where_refuses_an_empty_filter(store: Any, where: Any) -> None:
     await fill(store)

@@ -96,6 +96,8 @@ _JSON = json.JSONEncoder(allow_nan=False, ensure_ascii=False).encode
 # One insert statement's parameters stay around this size (SQLite refuses a string or
 # blob over a billion bytes; memory stays modest): a bigger write takes several steps.
 _STATEMENT_BYTES = 64 << 20
+# Rows ``delete_where`` reads and judges per statement.
+_PICK_ROWS = 5_000
 
 
 def _encode_metadata(chunk: Chunk) -> str:
@@ -416,13 +418,23 @@ class SQLiteVectorStore:
         flt = check_forget_where(where)
 
         def pick(db: sqlite3.Connection) -> list[str]:
-            return [
-                cid
-                for cid, meta in db.execute(
-                    "SELECT id, metadata FROM chunks WHERE org = ? AND domain = ?", bucket
-                )
-                if matches_where(json.loads(meta), flt)
-            ]
+            # Pages of rows gathered in one result row each, walked along the scope's
+            # id index: stepping row by row would retake the GIL per row while the
+            # file's write lock is held (see _insert_rows).
+            chosen: list[str] = []
+            after = ""
+            while True:
+                (page,) = db.execute(
+                    "SELECT json_group_array(json_array(id, metadata)) FROM"
+                    " (SELECT id, metadata FROM chunks WHERE org = ? AND domain = ?"
+                    " AND id > ? ORDER BY id LIMIT ?)",
+                    (*bucket, after, _PICK_ROWS),
+                ).fetchone()
+                rows: list[list[str]] = json.loads(page)
+                chosen += [cid for cid, meta in rows if matches_where(json.loads(meta), flt)]
+                if len(rows) < _PICK_ROWS:
+                    return chosen
+                after = max(cid for cid, _ in rows)
 
         return await self._write(self._remove_sync, bucket, pick)
 
