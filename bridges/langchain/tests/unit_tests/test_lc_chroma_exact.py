@@ -8,7 +8,6 @@ space, so a test can fail on a wrong order, a missing record or a wrong score.
 
 from __future__ import annotations
 
-import math
 import os
 import uuid
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 from agentkit_langchain import AgentkitEmbeddings, LangChainMemory, LangChainVectorPort
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
+from lc_chroma_oracle import check_top, distances, relevance
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.vector import Chunk, HashingEmbedder
@@ -55,38 +55,8 @@ def _chroma(space: str | None = None) -> Chroma:
     )
 
 
-def _distance(a: list[float], b: list[float], space: str) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    if space == "l2":
-        return sum((x - y) ** 2 for x, y in zip(a, b, strict=True))
-    if space == "ip":
-        return 1.0 - dot
-    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return 1.0 - (dot / norms if norms else 0.0)
-
-
 def _oracle(texts: dict[str, str], space: str) -> dict[str, float]:
-    """Every record's distance to QUERY, computed without Chroma or numpy."""
-    emb = _embeddings()
-    point = emb.embed_query(QUERY)
-    rows = emb.embed_documents(list(texts.values()))
-    return {rid: _distance(point, row, space) for rid, row in zip(texts, rows, strict=True)}
-
-
-def _relevance(distance: float, space: str) -> float:
-    """LangChain's documented mapping for Chroma's spaces (VectorStore's helpers)."""
-    if space == "l2":
-        return 1.0 - distance / math.sqrt(2)
-    if space == "cosine":
-        return 1.0 - distance
-    return 1.0 - distance if distance > 0 else -distance
-
-
-def _check_top(found: list[str], oracle: dict[str, float], k: int) -> None:
-    """``found`` is a correct top ``k``: nearest first, ties in any order."""
-    best = sorted(oracle.values())[:k]
-    assert len(found) == k
-    assert [oracle[rid] for rid in found] == pytest.approx(best, abs=1e-5)
+    return distances(_embeddings(), QUERY, texts, space)
 
 
 @pytest.mark.parametrize("space", ["l2", "cosine"])
@@ -104,7 +74,7 @@ async def test_memory_gets_the_exact_top_k_when_chroma_answers_short_unfiltered(
 
     store.similarity_search = short  # type: ignore[method-assign]
     items = await LangChainMemory(store.as_retriever()).query(QUERY, k=8, ctx=Ctx())
-    _check_top([i.id or "" for i in items], _oracle(TEXTS, space), 8)
+    check_top([i.id or "" for i in items], _oracle(TEXTS, space), 8)
     assert asked == [8]  # one store call; the exact pass answered, no widening rounds
     assert [i.content for i in items] == [TEXTS[i.id or ""] for i in items]
 
@@ -126,10 +96,10 @@ async def test_port_gets_exact_top_k_and_the_stores_own_scores_when_chroma_answe
 
     store.asimilarity_search_with_relevance_scores = short  # type: ignore[method-assign]
     hits = await port.search(QUERY, k=10, scope=Scope())
-    _check_top([c.id for _, c in hits], oracle, 10)
+    check_top([c.id for _, c in hits], oracle, 10)
     # The scores are those the store's own relevance search gives for these records.
     assert [s for s, _ in hits] == pytest.approx(
-        [_relevance(oracle[c.id], space) for _, c in hits], abs=1e-5
+        [relevance(oracle[c.id], space) for _, c in hits], abs=1e-5
     )
     assert all(c.text == TEXTS[c.id] and c.metadata == {"n": 1} for _, c in hits)
 
@@ -167,7 +137,7 @@ async def test_the_exact_pass_keeps_tenants_apart_and_scores_match_the_store() -
     store.asimilarity_search_with_relevance_scores = short  # type: ignore[method-assign]
     hits = await port.search(QUERY, k=6, scope=Scope("acme", "d"))
     oracle = _oracle(mine, "l2")
-    _check_top([c.id for _, c in hits], oracle, 6)
+    check_top([c.id for _, c in hits], oracle, 6)
     assert [s for s, _ in hits] == pytest.approx(
-        [_relevance(oracle[c.id], "l2") for _, c in hits], abs=1e-5
+        [relevance(oracle[c.id], "l2") for _, c in hits], abs=1e-5
     )
