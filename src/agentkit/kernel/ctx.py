@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -71,19 +70,20 @@ class Observation:
 class Timeline:
     """Append-only, ordered record of a run's observations.
 
-    Appends take a lock because sync backends observe from worker threads.
+    Sync backends observe from worker threads. The list alone is safe for that:
+    ``list.append`` and copying a list are atomic in CPython, with the GIL and in the
+    free-threaded build (which locks each list). So no lock of our own, which would
+    be made per Ctx, and a Ctx is made per retrieve through the bridges.
     """
 
-    __slots__ = ("_items", "_lock")
+    __slots__ = ("_items",)
 
     def __init__(self) -> None:
         self._items: list[Observation] = []
-        self._lock = threading.Lock()
 
     def append(self, observation: Observation) -> None:
         """Add ``observation`` at the end; ``Ctx.observe`` is the usual way in."""
-        with self._lock:
-            self._items.append(observation)
+        self._items.append(observation)
 
     def of(self, kind: str) -> list[Observation]:
         """Observations of one kind, oldest first."""

@@ -25,6 +25,10 @@ def check_k(k: object) -> int:
 
 
 def check_query(query: object) -> str:
+    # Every retrieve through a bridge starts here: a plain ASCII str, the usual query,
+    # is answered without the two calls the general check makes.
+    if type(query) is str and query.isascii():
+        return query
     if not isinstance(query, str):
         raise InvalidArgumentType(f"query must be a str, got {type(query).__name__}")
     check_unicode(query, "query")
