@@ -21,6 +21,7 @@ from agentkit.interop._dialects import (
 from agentkit.interop._exact import SPACES, chroma_space, nearest
 from agentkit.interop._model_rows import model_rows
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
+from agentkit.interop._reserved import RESERVED_PREFIX, check_unreserved, known_unreserved
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._scores import usable_score
 from agentkit.interop._store_view import DEFAULT_STORE_PATH, StoreView, default_store_path
@@ -51,6 +52,7 @@ __all__ = [
     "ID_PREFIX",
     "ORG_KEY",
     "RERANK_KEY",
+    "RESERVED_PREFIX",
     "SCOPED_KEY",
     "SCOPED_VALUE",
     "SPACES",
@@ -60,6 +62,7 @@ __all__ = [
     "Seen",
     "StoreView",
     "blocking_pool",
+    "check_unreserved",
     "chroma_space",
     "chunk_id_of",
     "conditions",
@@ -67,6 +70,7 @@ __all__ = [
     "dialect_for",
     "in_scope",
     "is_unscoped",
+    "known_unreserved",
     "merge_filter",
     "model_rows",
     "nearest",

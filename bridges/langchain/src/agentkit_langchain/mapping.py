@@ -8,31 +8,16 @@ carries one is refused, because overwriting it would break the round trip silent
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from langchain_core.documents import Document
 
-from agentkit.interop import usable_score
+from agentkit.interop import RESERVED_PREFIX, check_unreserved, known_unreserved, usable_score
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 
-RESERVED_PREFIX = "agentkit_"
-_PREFIX_LEN = len(RESERVED_PREFIX)
 SOURCE_KEY = "agentkit_source"
 SCORE_KEY = "agentkit_score"
 ID_KEY = "agentkit_id"
 DEFAULT_SOURCE = "langchain"
-
-
-def check_unreserved(metadata: Mapping[str, Any]) -> None:
-    """Refuse metadata that uses the bridge's key space, naming the first offender."""
-    for key in metadata:
-        if key.startswith(RESERVED_PREFIX):
-            raise InvalidArgument(
-                f"metadata key {key!r} is reserved for the agentkit bridge "
-                f"(keys starting {RESERVED_PREFIX!r}); rename it"
-            )
 
 
 def to_document(item: MemoryItem, *, include_score: bool = True) -> Document:
@@ -67,9 +52,8 @@ def to_documents(items: list[MemoryItem], *, include_score: bool = True) -> list
         if not isinstance(item, MemoryItem):
             raise InvalidArgumentType(f"item must be a MemoryItem, got {type(item).__name__}")
         given = item.metadata
-        for key in given:  # inline, and a slice over startswith: this is on every retrieve
-            if key[:_PREFIX_LEN] == RESERVED_PREFIX:
-                check_unreserved(given)  # raises, naming the key
+        if not known_unreserved(given):
+            check_unreserved(given)
         # A plain dict, cloned whole: dict(given) would merge key by key from the subclass.
         metadata = given.copy()
         metadata[SOURCE_KEY] = item.source

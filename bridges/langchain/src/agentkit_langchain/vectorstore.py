@@ -20,6 +20,7 @@ from agentkit.interop import (
     CHUNK_KEY,
     Condition,
     Dialect,
+    check_unreserved,
     chunk_id_of,
     conditions,
     dialect_for,
@@ -41,7 +42,6 @@ from agentkit.kernel.validate import check_k, check_query, check_scope, check_wh
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_langchain._chroma import exact_search, relevance
-from agentkit_langchain.mapping import check_unreserved
 
 FilterStyle = str | Dialect | Callable[[dict[str, Any]], Any]
 # A post-filtering store (FAISS) looks at this many candidates at least, as its own

@@ -14,14 +14,12 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
-from agentkit.interop import usable_score
+from agentkit.interop import RESERVED_PREFIX, check_unreserved, known_unreserved, usable_score
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.state.memory import MemoryItem
 
 __all__ = ["RESERVED_PREFIX", "STAMP_KEYS", "from_node", "to_node", "to_nodes"]
 
-RESERVED_PREFIX = "agentkit_"
-_PREFIX_LEN = len(RESERVED_PREFIX)
 SOURCE_KEY = "agentkit_source"
 SCORE_KEY = "agentkit_score"
 ID_KEY = "agentkit_id"
@@ -35,15 +33,6 @@ _DUP_SEP = "~"
 def _stable_id(source: str, content: str) -> str:
     digest = hashlib.sha256(f"{source}\x00{content}".encode()).hexdigest()
     return f"agentkit-{digest[:32]}"
-
-
-def _check_reserved(metadata: Iterable[str]) -> None:
-    for key in metadata:
-        if key.startswith(RESERVED_PREFIX):
-            raise InvalidArgument(
-                f"metadata key {key!r} is reserved for the bridge (prefix {RESERVED_PREFIX!r}); "
-                "rename it: overwriting it would break the round trip"
-            )
 
 
 def _check_item(item: object) -> None:
@@ -95,9 +84,8 @@ def to_nodes(items: Iterable[MemoryItem], *, include_score: bool = True) -> list
         if not isinstance(item, MemoryItem):
             _check_item(item)  # raises, naming the type
         given = item.metadata
-        for key in given:  # inline, and a slice over startswith: this is on every retrieve
-            if key[:_PREFIX_LEN] == RESERVED_PREFIX:
-                _check_reserved(given)  # raises, naming the key
+        if not known_unreserved(given):
+            check_unreserved(given)
         # A plain dict, cloned whole: dict(given) would merge key by key from the subclass.
         stamped: dict[str, Any] = given.copy()
         source = item.source

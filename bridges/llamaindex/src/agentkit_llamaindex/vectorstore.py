@@ -27,7 +27,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from agentkit import interop
-from agentkit.interop import run_blocking
+from agentkit.interop import RESERVED_PREFIX, run_blocking
 from agentkit.kernel import Scope
 from agentkit.kernel.errors import (
     InvalidArgument,
@@ -48,7 +48,6 @@ from agentkit_llamaindex._filters import (
 )
 from agentkit_llamaindex._locks import ReadWriteLock
 from agentkit_llamaindex.embedding import AgentkitEmbedding
-from agentkit_llamaindex.mapping import RESERVED_PREFIX
 from agentkit_llamaindex.mapping import STAMP_KEYS as ITEM_KEYS
 
 __all__ = ["LlamaIndexVectorPort"]
