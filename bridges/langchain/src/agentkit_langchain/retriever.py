@@ -148,18 +148,23 @@ class AgentkitRetriever(BaseRetriever):
                 ``agentkit_ctx`` that is not a Ctx; raised before any run starts.
             InvalidArgument: ``k`` below 1.
         """
-        kwargs[_CTX] = self._tenant(config, kwargs)
+        if kwargs or config is not None or var_child_runnable_config.get() is not None:
+            self._configure(config, kwargs)
         return super().invoke(input, config, **kwargs)
 
     async def ainvoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """``invoke`` awaited on the caller's loop; same arguments, same errors."""
-        kwargs[_CTX] = self._tenant(config, kwargs)
+        if kwargs or config is not None or var_child_runnable_config.get() is not None:
+            self._configure(config, kwargs)
         return await super().ainvoke(input, config, **kwargs)
 
-    def _tenant(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> Ctx | Scope:
-        """Validate the call before any run starts; return its Ctx, or the Scope for one."""
+    def _configure(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> None:
+        """Validate the call's keywords before any run starts, and add the tenant its
+        config names, if any. A call with neither (the common one) skips this: the run
+        then serves the constructor's tenant, and the base class forwards no keywords.
+        """
         if kwargs:  # most calls pass none: skip the checks' lookups
             for name in kwargs:
                 if name not in _ALLOWED_KWARGS:
@@ -178,12 +183,7 @@ class AgentkitRetriever(BaseRetriever):
         if configurable:
             tenant = configured_tenant(configurable)
             if tenant is not None:
-                return tenant
-        ctx = self.ctx
-        if ctx is not None:
-            return ctx
-        scope = self.scope
-        return scope if scope is not None else _UNSCOPED
+                kwargs[_CTX] = tenant
 
     # --- the run itself ---
 
@@ -232,13 +232,12 @@ class AgentkitRetriever(BaseRetriever):
         def make() -> Any:
             return memory.query(query, k=k, ctx=ctx, where=where)
 
-        config = _child_config(run_manager)
-        if config is None:
-            items: list[MemoryItem] = run_sync(make)
-        else:
+        if run_manager.handlers or run_manager.inheritable_handlers:
             # run_sync runs the query in a copy of the context it is called in.
-            with set_config_context(config) as context:
-                items = context.run(run_sync, make)
+            with set_config_context(_child_config(run_manager)) as context:
+                items: list[MemoryItem] = context.run(run_sync, make)
+        else:  # nothing listens, so nothing could see the nesting: spare building it
+            items = run_sync(make)
         if len(items) > k:
             items = items[:k]
         return to_documents(items, include_score=self.include_score)
@@ -254,13 +253,12 @@ class AgentkitRetriever(BaseRetriever):
         **_: Any,
     ) -> list[Document]:
         query, k, where, ctx = self._prepare(query, k, where, _agentkit_ctx, run_manager)
-        config = _child_config(run_manager)
-        if config is None:
-            items: list[MemoryItem] = await self.memory.query(query, k=k, ctx=ctx, where=where)
-        else:
-            with set_config_context(config) as context:
+        if run_manager.handlers or run_manager.inheritable_handlers:
+            with set_config_context(_child_config(run_manager)) as context:
                 coro = self.memory.query(query, k=k, ctx=ctx, where=where)
-                items = await asyncio.create_task(coro, context=context)
+                items: list[MemoryItem] = await asyncio.create_task(coro, context=context)
+        else:
+            items = await self.memory.query(query, k=k, ctx=ctx, where=where)
         if len(items) > k:
             items = items[:k]
         return to_documents(items, include_score=self.include_score)
@@ -268,14 +266,8 @@ class AgentkitRetriever(BaseRetriever):
 
 def _child_config(
     run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
-) -> RunnableConfig | None:
-    """The child config that makes LangChain runs inside the memory nest under this one.
-
-    ``None`` when no handler is listening (nothing could see the nesting), which spares
-    each call building a child callback manager and a context.
-    """
-    if not run_manager.handlers and not run_manager.inheritable_handlers:
-        return None
+) -> RunnableConfig:
+    """The child config that makes LangChain runs inside the memory nest under this one."""
     parent = var_child_runnable_config.get()
     config: RunnableConfig = dict(parent) if parent else {}  # type: ignore[assignment]
     config["callbacks"] = run_manager.get_child()
