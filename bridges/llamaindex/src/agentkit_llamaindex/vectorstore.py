@@ -27,7 +27,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from agentkit import interop
-from agentkit.interop import RESERVED_PREFIX, run_blocking
+from agentkit.interop import check_unreserved, run_blocking
 from agentkit.kernel import Scope
 from agentkit.kernel.errors import (
     InvalidArgument,
@@ -70,10 +70,7 @@ def _check_chunks(chunks: object) -> list[Chunk]:
         for key in chunk.metadata:
             if not isinstance(key, str):
                 raise InvalidArgumentType(f"chunk metadata keys must be str, got {key!r}")
-            if key.startswith(RESERVED_PREFIX):
-                raise InvalidArgument(
-                    f"chunk {chunk.id!r}: metadata key {key!r} is reserved for the bridge"
-                )
+        check_unreserved(chunk.metadata)
     return out
 
 
