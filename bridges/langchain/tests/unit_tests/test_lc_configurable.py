@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from agentkit_langchain import AgentkitRetriever
 from agentkit_langchain._configurable import configured_tenant
+from langchain_core.runnables import RunnableLambda
 
 from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgumentType
@@ -60,3 +61,34 @@ def test_empty_ids_in_a_config_leave_the_retriever_in_its_own_scope() -> None:
     retriever.invoke("refunds", config={"configurable": {"org_id": "", "domain_id": ""}})
     retriever.invoke("refunds", config={"configurable": {"org_id": "globex", "domain_id": "x"}})
     assert memory.scopes == [ACME, Scope("globex", "x")]
+
+
+GLOBEX = Scope("globex", "sales")
+TENANT = {"configurable": {"org_id": "globex", "domain_id": "sales"}}
+
+
+def test_a_call_inside_a_runnable_inherits_the_runs_tenant_sync() -> None:
+    memory = _Recorder()
+    retriever = AgentkitRetriever(memory=memory, scope=ACME)
+    # User code calling the retriever without passing config on: LangChain's
+    # runnables still hand the run's config down, and the tenant with it.
+    step = RunnableLambda(lambda q: retriever.invoke(q))
+    step.invoke("refunds", config=TENANT)
+    step.invoke("refunds")  # no tenant anywhere: the retriever's own
+    retriever.invoke("refunds")
+    assert memory.scopes == [GLOBEX, ACME, ACME]
+
+
+async def test_a_call_inside_a_runnable_inherits_the_runs_tenant_async() -> None:
+    memory = _Recorder()
+    retriever = AgentkitRetriever(memory=memory, scope=ACME)
+
+    async def recall(q: str) -> Any:
+        return await retriever.ainvoke(q)
+
+    step = RunnableLambda(recall)
+    await step.ainvoke("refunds", config=TENANT)
+    await step.ainvoke("refunds")
+    await retriever.ainvoke("refunds")
+    await retriever.ainvoke("refunds", k=2)  # a keyword alone keeps the own tenant
+    assert memory.scopes == [GLOBEX, ACME, ACME, ACME]
