@@ -759,6 +759,20 @@ async def test_first_write_into_a_fresh_collection(pair: Pair) -> None:
     assert [(i.id, i.content) for i in items] == [("first", "the very first record")]
 
 
+async def test_a_reserved_metadata_key_is_refused_before_anything_lands(pair: Pair) -> None:
+    scope, port = _home(pair), pair.port
+    await port.upsert([Chunk("1", "refund policy", {"kind": "faq"})], scope=scope)
+    before = sorted(pair.raw_ids())
+    # Clean names are remembered for speed; a reserved one beside them still is refused.
+    batch = [Chunk("2", "travel policy", {"kind": "faq"}),
+             Chunk("3", "expense policy", {"kind": "faq", "agentkit_org_id": "globex"})]
+    with pytest.raises(ValueError, match="agentkit_org_id"):
+        await port.upsert(batch, scope=scope)
+    assert sorted(pair.raw_ids()) == before
+    hits = await port.search("policy", k=5, scope=scope)
+    assert [c.id for _, c in hits] == ["1"]
+
+
 async def test_a_store_that_cannot_filter_refuses_scoped_use_before_writing() -> None:
     for built in _open("li-faiss"):
         flat, index = built.extra["faiss"], built.extra["index"]
