@@ -128,7 +128,11 @@ async def _until(flag: threading.Event) -> None:
 @pytest.fixture
 def own_runner_state() -> Iterator[None]:
     """A runner state of this test's own: its driver and counters start fresh, and
-    closing its loop spares the shared one (other tests' loop-bound resources live there)."""
+    closing its loop spares the shared one (other tests' loop-bound resources live there).
+
+    A test that asserts who drives the loop needs it: right after any remote call the
+    background driver may still hold the shared loop for a moment, and a caller arriving
+    then rightly goes remote instead of driving it itself."""
     shared = _runner._state
     mine = _runner._State()
     _runner._state = mine
@@ -495,7 +499,7 @@ def test_a_timeout_in_a_worker_thread_cancels_the_task_too() -> None:
     assert run_sync(_pending_on_background_loop) == set()
 
 
-def test_timeout_cancels_the_task_and_waits_for_it_to_unwind() -> None:
+def test_timeout_cancels_the_task_and_waits_for_it_to_unwind(own_runner_state: None) -> None:
     slow = Slow()
     with pytest.raises(TimeoutError, match="cancelled"):
         run_sync(slow.query, timeout=0.05)
@@ -562,7 +566,9 @@ def _ctrl_c_once_started(slow: Slow) -> threading.Thread:
     return presser
 
 
-def test_ctrl_c_while_driving_cancels_the_task(sigint_raises: None) -> None:
+def test_ctrl_c_while_driving_cancels_the_task(
+    sigint_raises: None, own_runner_state: None
+) -> None:
     assert threading.current_thread() is threading.main_thread()
     slow = Slow()
     presser = _ctrl_c_once_started(slow)
@@ -646,7 +652,9 @@ def _ctrl_c_at_random_moments(check: Callable[[], set[asyncio.Task[Any]]]) -> No
     assert started > 0  # the interrupt did land inside running queries
 
 
-def test_ctrl_c_at_any_moment_leaves_no_task_running(sigint_raises: None) -> None:
+def test_ctrl_c_at_any_moment_leaves_no_task_running(
+    sigint_raises: None, own_runner_state: None
+) -> None:
     _ctrl_c_at_random_moments(lambda: run_sync(_pending_on_background_loop))
     assert _runner._state.mode == _runner._IDLE
 
