@@ -566,9 +566,7 @@ def _ctrl_c_once_started(slow: Slow) -> threading.Thread:
     return presser
 
 
-def test_ctrl_c_while_driving_cancels_the_task(
-    sigint_raises: None, own_runner_state: None
-) -> None:
+def test_ctrl_c_while_driving_cancels_the_task(sigint_raises: None, own_runner_state: None) -> None:
     assert threading.current_thread() is threading.main_thread()
     slow = Slow()
     presser = _ctrl_c_once_started(slow)
