@@ -122,6 +122,30 @@ def test_each_bridges_retriever_has_its_page_with_its_keywords(
     assert re.search(r"\bk:\s*int = 4\b", text)
 
 
+def test_reference_pages_open_with_classes_and_keep_constants_last(site: Path) -> None:
+    # A reader comes for the classes: a page must not open with module constants.
+    by_page: dict[str, list[tuple[int, str]]] = {}
+    for package, name in _exports():
+        anchor = LAZY.get(f"{package}.{name}", f"{package}.{name}")
+        page = _page(site, PAGES[package])
+        by_page.setdefault(PAGES[package], []).append((page.index(f'id="{anchor}"'), name))
+    for rel, entries in by_page.items():
+        order = [name for _, name in sorted(entries)]
+        package = next(p for p, r in PAGES.items() if r == rel)
+        module = importlib.import_module(package)
+        assert inspect.isclass(getattr(module, order[0])), f"{rel} opens with {order[0]}"
+        classes = [i for i, n in enumerate(order) if inspect.isclass(getattr(module, n))]
+        constants = [i for i, n in enumerate(order) if re.fullmatch(r"[A-Z][A-Z0-9_]+", n)]
+        assert not constants or min(constants) > max(classes), f"{rel}: {order}"
+
+
+def test_agentkit_embeddings_names_the_embedder_protocol(site: Path) -> None:
+    entry = _object_html(_page(site, "api/langchain.html"), "agentkit_langchain.AgentkitEmbeddings")
+    signature = _SIGNATURE.search(entry).group(1)  # type: ignore[union-attr]
+    assert "Any" not in re.sub(r"<[^>]+>", "", signature)
+    assert 'href="vector.html#agentkit.vector.Embedder">Embedder<' in signature, signature
+
+
 def test_no_private_name_is_a_heading_anywhere(site: Path) -> None:
     pages = sorted(site.rglob("*.html"))
     assert len(pages) > 15

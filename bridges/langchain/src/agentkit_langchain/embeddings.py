@@ -7,16 +7,15 @@ semantic, and should not be presented otherwise.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.embeddings import Embeddings
 
 from agentkit.interop import run_sync
 from agentkit.kernel.errors import InvalidArgumentType
+from agentkit.vector import Embedder
 
 
 class AgentkitEmbeddings(Embeddings):
-    """LangChain ``Embeddings`` over anything with ``async embed(texts) -> array``.
+    """LangChain ``Embeddings`` over an agentkit ``Embedder`` (``dim``, ``async embed``).
 
     The sync methods run the embedder once on agentkit's shared loop, so they work
     inside a running event loop too; the async ones await it on the caller's loop.
@@ -26,15 +25,17 @@ class AgentkitEmbeddings(Embeddings):
             ``SentenceTransformerEmbedder``, ...).
 
     Raises:
-        InvalidArgumentType: ``embedder`` has no ``embed``.
+        InvalidArgumentType: ``embedder`` is not an agentkit ``Embedder`` (no ``dim`` or
+            no async ``embed``).
     """
 
-    def __init__(self, embedder: Any) -> None:
-        if not callable(getattr(embedder, "embed", None)):
+    def __init__(self, embedder: Embedder) -> None:
+        if not isinstance(embedder, Embedder):
             raise InvalidArgumentType(
-                f"embedder must have an async embed(texts), got {type(embedder).__name__}"
+                f"embedder must be an agentkit Embedder (dim, async embed), "
+                f"got {type(embedder).__name__}"
             )
-        self.embedder = embedder
+        self.embedder: Embedder = embedder
 
     def __repr__(self) -> str:
         return f"AgentkitEmbeddings({self.embedder!r})"
