@@ -12,6 +12,7 @@ from agentkit.state.memory import (
     ReadOnlyMemory,
     ScopedMemory,
     VectorMemory,
+    rrf_rerank,
 )
 from agentkit.vector import InMemoryVectorStore
 
@@ -25,21 +26,45 @@ class Note:
 async def main() -> None:
     ctx = Ctx(Scope(org_id="acme", domain_id="support"))
 
+    # Three kinds of memory: the agent's own notes, the run's journal, a shared KB.
     notes = VectorMemory(InMemoryVectorStore(), name="notes")
     journal: MutationJournal[Note] = MutationJournal()
     kb = VectorMemory(InMemoryVectorStore(), name="kb")
-    await kb.write([MemoryItem("Refunds are issued within 14 days.", "kb")], ctx=ctx)
+    await kb.write(
+        [
+            MemoryItem("Refunds are issued within 14 days of the return.", "kb"),
+            MemoryItem("Support is open Monday to Friday, 9 to 5.", "kb"),
+        ],
+        ctx=ctx,
+    )
 
+    # The vector stores score by cosine; the journal orders by time and gives no score.
+    # rrf_rerank fuses each source's own ranking instead of comparing raw scores, so
+    # every source's best match comes first. (The default, score_sort_rerank, suits
+    # sources on one scale: here it would sink the unscored journal entry to the end.)
     memory = ScopedMemory(
-        CompositeMemory([notes, JournalMemory(journal, render=lambda n: n.text),
-                         ReadOnlyMemory(kb, on_write="ignore")])
+        CompositeMemory(
+            [
+                ReadOnlyMemory(kb, on_write="ignore"),
+                notes,
+                JournalMemory(journal, render=lambda n: n.text),
+            ],
+            reranker=rrf_rerank,
+        )
     )
 
     journal.record(Note("user", "The customer asked about refunds for order 42."))
-    await memory.write([MemoryItem("Order 42 shipped on Monday.", "notes")], ctx=ctx)
+    await memory.write(
+        [
+            MemoryItem("Order 42 shipped on Monday.", "notes"),
+            MemoryItem("Order 42 arrived damaged; a full refund was promised.", "notes"),
+        ],
+        ctx=ctx,
+    )  # the read-only KB ignores the write; the journal stores nothing it is given
 
-    for item in await memory.query("refunds", k=3, ctx=ctx):
-        print(f"[{item.source}] {item.content}  (score={item.score}, id={item.id})")
+    # One refund-related item from each source; "shipped on Monday" ranks below the cut.
+    for item in await memory.query("refund", k=3, ctx=ctx):
+        print(f"[{item.source:7}] {item.content}  (score={item.score:.4f})")
 
 
 if __name__ == "__main__":
