@@ -92,7 +92,7 @@ def _blocks(page: Path) -> list[Block]:
         if not opened:
             i += 1
             continue
-        indent, ticks, lang = opened.groups()
+        _indent, ticks, lang = opened.groups()
         end = i + 1
         while end < len(lines) and not re.match(rf"^\s*{ticks}\s*$", lines[end]):
             end += 1
@@ -150,15 +150,13 @@ def _normalised(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_python_block_runs_as_written(page: Path, tmp_path: Path) -> None:
-    runnable = []
+def _runnable(page: Path) -> list[dict[str, object]]:
+    """The page's Python blocks that run here, in order, as the runner reads them."""
+    runnable: list[dict[str, object]] = []
     for block in _blocks(page):
-        if block.lang != "python":
-            continue
         kind = block.marker[0] if block.marker else None
-        if kind in ("file", "excerpt"):
-            continue  # checked against its file below
+        if block.lang != "python" or kind in ("file", "excerpt"):
+            continue  # not Python, or checked against its file below
         assert kind in (None, "continues"), f"{block.where}: {kind} on a python block"
         assert kind is None or runnable, f"{block.where}: continues, but nothing before it"
         runnable.append(
@@ -169,41 +167,57 @@ def test_every_python_block_runs_as_written(page: Path, tmp_path: Path) -> None:
                 "continues": kind == "continues",
             }
         )
-    if not runnable:
-        pytest.skip("no python block to run on this page")
-    proc = subprocess.run(
+    return runnable
+
+
+def _run_blocks(blocks: list[dict[str, object]], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-c", _RUNNER],
-        input=json.dumps(runnable),
-        cwd=tmp_path,
+        input=json.dumps(blocks),
+        cwd=cwd,
         env=_env(),
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+RUN_PAGES = [page for page in PAGES if _runnable(page)]
+MARKED = [b for page in PAGES for b in _blocks(page) if b.marker and b.marker[0] != "continues"]
+
+
+@pytest.mark.parametrize("page", RUN_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_python_block_runs_as_written(page: Path, tmp_path: Path) -> None:
+    proc = _run_blocks(_runnable(page), tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_blocks_that_stand_for_a_file_match_it(page: Path) -> None:
-    for block in _blocks(page):
-        if block.marker is None or block.marker[0] == "continues":
-            continue
-        kind = block.marker[0]
-        target = _example_target(block)
-        text = target.read_text(encoding="utf-8")
-        name = str(target.relative_to(ROOT))
-        if kind == "file":
-            assert block.source == text, f"{block.where} is not a copy of {name}"
-        elif kind == "excerpt":
-            assert name in page.read_text(encoding="utf-8"), f"{page.name} never names {name}"
-            want, have = _normalised(block.source), _normalised(text)
-            assert any(
-                have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1)
-            ), f"{block.where} is not an excerpt of {name}"
-        elif kind == "output":
-            assert target in EXAMPLES, f"{block.where}: output of a file this test runs"
-            printed = _run_example(target)
-            assert block.source == printed, f"{block.where} is not what {name} prints"
+@pytest.mark.parametrize("block", MARKED, ids=lambda b: b.where)
+def test_a_block_that_stands_for_a_file_matches_it(block: Block) -> None:
+    kind = block.marker[0] if block.marker else ""
+    target = _example_target(block)
+    text = target.read_text(encoding="utf-8")
+    name = str(target.relative_to(ROOT))
+    if kind == "file":
+        assert block.source == text, f"{block.where} is not a copy of {name}"
+    elif kind == "excerpt":
+        assert name in block.page.read_text(encoding="utf-8"), f"the page never names {name}"
+        want, have = _normalised(block.source), _normalised(text)
+        assert any(have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1)), (
+            f"{block.where} is not an excerpt of {name}"
+        )
+    else:
+        assert target in EXAMPLES, f"{block.where}: output of a file this test runs"
+        assert block.source == _run_example(target), f"{block.where} is not what {name} prints"
+
+
+def test_the_readme_quickstart_is_the_example_file() -> None:
+    # Its output is shown too; both are checked above through their markers.
+    quickstart = [b for b in MARKED if b.page.name == "README.md" and b.page.parent == ROOT]
+    assert {b.marker for b in quickstart} == {
+        ("file", "examples/quickstart.py"),
+        ("output", "examples/quickstart.py"),
+    }
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -239,18 +253,11 @@ def test_the_conventions_are_enforced(tmp_path: Path) -> None:
     )
     blocks = _blocks(page)
     assert [b.marker for b in blocks] == [None, ("continues", ""), None, ("excerpt", "README.md")]
-    payload = [
+    payload: list[dict[str, object]] = [
         {"page": str(page), "line": b.line, "source": b.source, "continues": b.marker is not None}
         for b in blocks[:3]
     ]
-    proc = subprocess.run(
-        [sys.executable, "-c", _RUNNER],
-        input=json.dumps(payload),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _run_blocks(payload, tmp_path)
     assert proc.stdout == "2\n"
     assert "NameError: name 'emb' is not defined" in proc.stderr
     assert f'File "{page}", line 11' in proc.stderr  # the Markdown line that failed

@@ -10,11 +10,12 @@ import os
 import sys
 from urllib.parse import unquote, urlsplit
 
+from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
+from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
+
 from agentkit.kernel import Ctx, Scope
 from agentkit.state.memory import MemoryItem, VectorMemory
 from agentkit.vector import HashingEmbedder
-from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
-from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
 
 DIM = 256
 emb = AgentkitEmbeddings(HashingEmbedder(DIM))  # your LangChain Embeddings
@@ -41,12 +42,18 @@ def langchain(url: str) -> None:
     asyncio.run(remember_and_recall(memory))
 
 
-def llamaindex(host: str, port: int, user: str, password: str, database: str) -> None:
-    from llama_index.vector_stores.postgres import PGVectorStore  # pip install llama-index-vector-stores-postgres
+def llamaindex(host: str, port: str, user: str, password: str, database: str) -> None:
+    # pip install llama-index-vector-stores-postgres
+    from llama_index.vector_stores.postgres import PGVectorStore
 
     store = PGVectorStore.from_params(
-        host=host, port=port, user=user, password=password, database=database,
-        table_name="notes", embed_dim=DIM,
+        host=host,
+        port=port,
+        user=user,
+        password=password,
+        database=database,
+        table_name="notes",
+        embed_dim=DIM,
     )
     memory = VectorMemory(LlamaIndexVectorPort.from_vector_store(store, embed_model=embed))
     asyncio.run(remember_and_recall(memory))
@@ -58,7 +65,7 @@ if __name__ == "__main__":
     parts = urlsplit(url)
     llamaindex(
         host=parts.hostname or "localhost",
-        port=parts.port or 5432,
+        port=str(parts.port or 5432),
         user=unquote(parts.username or ""),
         password=unquote(parts.password or ""),
         database=parts.path.lstrip("/"),
