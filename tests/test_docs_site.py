@@ -175,6 +175,35 @@ def test_guides_and_notebooks_are_pages(site: Path) -> None:
         assert "jp-Cell" in page and "import" in page, notebook.name
 
 
+def test_notebooks_are_published_with_their_outputs(site: Path) -> None:
+    # The notebooks say "after every step we print...": the page must show those prints
+    # (committed with the notebook, kept current by tests/test_notebooks.py), and no
+    # code cell may be shown unexecuted.
+    import html
+
+    import nbformat
+
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        page = _page(site, f"notebooks/{notebook.stem}.html")
+        body = page[page.index("<body") :]
+        prompts = re.findall(r'<div class="jp-InputPrompt[^"]*"[^>]*>(.*?)</div>', body, re.S)
+        shown = [re.sub(r"<[^>]+>", "", p).replace("\xa0", " ").strip() for p in prompts]
+        assert "In [ ]:" not in shown, f"{notebook.name} is published unexecuted"
+        printed = re.findall(r"jp-OutputArea-output[^>]*>\s*<pre>(.*?)</pre>", body, re.S)
+        text = html.unescape(re.sub(r"<[^>]+>", "", "".join(printed)))
+        nb = nbformat.read(notebook, as_version=4)  # type: ignore[no-untyped-call]
+        streams = [
+            out.text
+            for cell in nb.cells
+            if cell.cell_type == "code"
+            for out in cell.get("outputs", [])
+            if out.output_type == "stream"
+        ]
+        assert streams, f"{notebook.name} has no outputs committed"
+        for stream in streams:
+            assert stream.strip() in text, f"{notebook.name}: {stream[:80]!r} is not on the page"
+
+
 def test_every_export_has_its_own_docstring() -> None:
     loader = griffe.GriffeLoader(search_paths=[str(p) for p in SRC_PATHS])
     for package in PAGES:
