@@ -1,7 +1,7 @@
 """The documentation site builds with --strict and shows what a user looks things up for.
 
 One `mkdocs build --strict` per module (the same command `make docs` runs, offline, notebooks
-not executed); the tests read the HTML it wrote. --strict turns every warning into a failed
+rendered with their committed outputs, not executed); the tests read the HTML it wrote. --strict turns every warning into a failed
 build: a broken cross-reference, a nav entry without its page, a docstring griffe cannot
 parse.
 """
