@@ -1,9 +1,9 @@
 """The documentation site builds with --strict and shows what a user looks things up for.
 
-One `mkdocs build --strict` per module (the same command `make docs` runs, offline, notebooks
-rendered with their committed outputs, not executed); the tests read the HTML it wrote. --strict turns every warning into a failed
-build: a broken cross-reference, a nav entry without its page, a docstring griffe cannot
-parse.
+One `mkdocs build --strict` per module (the same command `make docs` runs, offline,
+notebooks rendered with their committed outputs, not executed); the tests read the HTML
+it wrote. --strict turns every warning into a failed build: a broken cross-reference, a
+nav entry without its page, a docstring griffe cannot parse.
 """
 
 from __future__ import annotations
