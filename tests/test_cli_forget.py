@@ -22,9 +22,10 @@ LONG = "# Walruses\n\n" + "\n\n".join(
 )
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path, hashing: bool = True) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
-    env["AGENTKIT_EMBEDDER"] = "hashing"
+    if hashing:
+        env["AGENTKIT_EMBEDDER"] = "hashing"
     return subprocess.run(
         [sys.executable, "-m", "agentkit.cli", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
@@ -288,3 +289,17 @@ def test_forget_refuses_unknown_and_ambiguous_ids_and_deletes_nothing(
     assert held("globex") == ["a%d"]
     code, out, _ = forget(capsys, store, "--scope", "globex/x", "forget", "a")
     assert code == 0 and held("globex") == []
+
+
+def test_after_a_forget_later_commands_still_need_no_embedder_flag(tmp_path: Path) -> None:
+    """docs/cli.md: the store remembers its embedder. A forget makes the next ingest
+    write (and so embed) again; that must use the recorded embedder, not the default."""
+    shutil.copytree(NOTES, tmp_path / "notes")
+    ok(run("--store", "m.db", "--hashing", "ingest", "notes", cwd=tmp_path, hashing=False))
+    ok(run("--store", "m.db", "forget", "--where", "path=notes/gardening.txt", cwd=tmp_path))
+    again = run("--store", "m.db", "ingest", "notes", cwd=tmp_path, hashing=False)
+    ok(again)
+    assert "1 written, 2 unchanged" in again.stderr
+    out = ok(run("--store", "m.db", "query", "tomatoes", "--dense", cwd=tmp_path, hashing=False))
+    assert "notes/gardening.txt" in out.splitlines()[1]
+    assert "HashingEmbedder (dim 256)" in ok(run("--store", "m.db", "stats", cwd=tmp_path))
