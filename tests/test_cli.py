@@ -299,3 +299,115 @@ def test_chunks_overlap_and_respect_word_boundaries() -> None:
     }
     assert split_text("   ", 300, 60) == []
     assert split_text("short", 300, 60) == ["short"]
+
+
+# --- the first hour: finding the command, its version, its flags ------------------------
+
+
+def test_version_and_python_dash_m_agentkit(workdir: Path) -> None:
+    import agentkit
+
+    for module in ("agentkit", "agentkit.cli"):
+        done = subprocess.run(
+            [sys.executable, "-m", module, "--version"],
+            cwd=workdir, env=_env(), capture_output=True, text=True, timeout=120,
+        )
+        assert ok(done) == f"agentkit-memory {agentkit.__version__}\n"
+    # python -m agentkit is the whole command, not just --version
+    by_module = subprocess.run(
+        [sys.executable, "-m", "agentkit", "query", "tenants", "--lexical", "--json"],
+        cwd=workdir, env=_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert ok(by_module) == ok(run("query", "tenants", "--lexical", "--json", cwd=workdir))
+
+
+TYPOS = [
+    (["qurey", "x"], "did you mean query?"),
+    (["query", "x", "--lexcal"], "did you mean --lexical?"),
+    (["query", "x", "--denes"], "did you mean --dense?"),
+    (["query", "x", "--scpoe", "a/b"], "did you mean --scope?"),
+    (["ingest", "notes", "--chunk-sise", "300"], "did you mean --chunk-size?"),
+    (["forget", "--wehre", "k=v"], "did you mean --where?"),
+    (["stats", "--jsn"], "did you mean --json?"),
+    (["mcp", "tokn"], "did you mean token?"),
+    (["--hasing", "stats"], "did you mean --hashing?"),
+]
+
+
+@pytest.mark.parametrize(("argv", "hint"), TYPOS)
+def test_a_typo_gets_the_nearest_real_name(
+    argv: list[str],
+    hint: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentkit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip()
+    assert len(line.splitlines()) == 1 and line.startswith("agentkit-memory: error: ")
+    assert hint in line
+    assert not (tmp_path / ".agentkit").exists()
+
+
+def test_nothing_close_gets_no_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentkit.cli import main
+
+    assert main(["query", "x", "--zzzzzz"]) == 2
+    assert main(["zzzzzz"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_every_query_flag_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentkit.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["query", "--help"])
+    text = capsys.readouterr().out
+    options = text[text.index("options:"):].splitlines()[1:]
+    for flag in ("--dense", "--lexical", "--json", "--explain"):
+        (line,) = [o for o in options if o.strip().startswith(flag)]
+        assert line.strip() != flag, f"{flag} has no help text"
+
+
+def test_a_missing_embedding_model_names_the_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentkit.cli import main
+
+    monkeypatch.delenv("AGENTKIT_EMBEDDER", raising=False)
+    monkeypatch.delenv("AGENTKIT_MODEL", raising=False)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as without the extra
+    db = tmp_path / "m.db"
+    assert main(["--store", str(db), "ingest", str(NOTES / "gardening.txt")]) == 1
+    line = capsys.readouterr().err.strip()
+    assert "pip install 'agentkit-memory[embeddings]'" in line and "--hashing" in line
+    assert "torch" not in line
+    assert not db.exists()
+
+
+# --- an empty scope says where the records are ------------------------------------------
+
+
+def test_a_query_on_an_empty_scope_names_the_scopes_that_hold_records(tmp_path: Path) -> None:
+    shutil.copytree(NOTES, tmp_path / "notes")
+    ok(run("--scope", "acme/support", "ingest", "notes", cwd=tmp_path))
+    ok(run("ingest", "notes/tenancy.md", cwd=tmp_path))
+    empty = run("--scope", "globex/support", "query", "tenants", cwd=tmp_path)
+    assert ok(empty).strip() == "no results"
+    note = empty.stderr.strip()
+    assert note.startswith("note: scope globex/support holds no records")
+    assert "acme/support (3 chunks)" in note and "- (1 chunk, no --scope)" in note
+    as_json = run("--scope", "globex/support", "query", "tenants", "--json", cwd=tmp_path)
+    assert json.loads(ok(as_json))["results"] == []  # stdout stays pure JSON
+    assert "acme/support" in as_json.stderr
+    # A scope that holds records but matches nothing is just "no results".
+    nothing = run("--scope", "acme/support", "query", "zzqqxx", "--lexical", cwd=tmp_path)
+    assert ok(nothing).strip() == "no results" and nothing.stderr == ""
+    ok(run("--scope", "acme/support", "forget", "--all", "--yes", cwd=tmp_path))
+    ok(run("forget", "--all", "--yes", cwd=tmp_path))
+    bare = run("query", "tenants", "--lexical", cwd=tmp_path)
+    assert ok(bare).strip() == "no results"
+    assert "holds no records, and no other scope does" in bare.stderr

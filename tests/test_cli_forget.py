@@ -22,9 +22,10 @@ LONG = "# Walruses\n\n" + "\n\n".join(
 )
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path, hashing: bool = True) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
-    env["AGENTKIT_EMBEDDER"] = "hashing"
+    if hashing:
+        env["AGENTKIT_EMBEDDER"] = "hashing"
     return subprocess.run(
         [sys.executable, "-m", "agentkit.cli", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
@@ -87,14 +88,18 @@ def test_forget_ids_prints_the_exact_count_and_the_records_are_gone(folder: Path
     found = hits(folder, "walrus tusks", "acme/support", "--lexical")  # in both indexes
     assert len(found) > 2
     gone = sorted(found)[:2]
-    out = ok(run("--store", "m.db", "--scope", "acme/support", "forget", *gone, "nope",
-                 cwd=folder))
-    assert out.strip() == "forgot 2 records (3 id(s) named; scope acme/support)"
+    # An id naming nothing is a mistake, not "already gone": the run deletes nothing.
+    line = error(run("--store", "m.db", "--scope", "acme/support", "forget", *gone, "nope",
+                     cwd=folder), 1)
+    assert "no record has id 'nope'" in line and "nothing was deleted" in line
+    assert set(gone) <= hits(folder, "walrus tusks", "acme/support", "--lexical")
+    out = ok(run("--store", "m.db", "--scope", "acme/support", "forget", *gone, cwd=folder))
+    assert out.strip() == "forgot 2 records (2 id(s) named; scope acme/support)"
     for mode in ("--dense", "--lexical"):
         assert not set(gone) & hits(folder, "walrus tusks", "acme/support", mode)
         assert set(gone) <= hits(folder, "walrus tusks", "globex/support", mode)
-    again = ok(run("--store", "m.db", "--scope", "acme/support", "forget", gone[0], cwd=folder))
-    assert again.startswith("forgot 0 records")
+    again = run("--store", "m.db", "--scope", "acme/support", "forget", gone[0], cwd=folder)
+    assert f"no record has id {gone[0]!r}" in error(again, 1)
 
 
 def test_forget_where_removes_a_whole_document(folder: Path) -> None:
@@ -210,3 +215,91 @@ def test_stats_changes_nothing_and_creates_nothing(folder: Path, tmp_path: Path)
     assert "no store" in error(run("--store", "none.db", "stats", cwd=empty), 1)
     assert "no store" in error(run("--store", "sub/none.db", "stats", cwd=empty), 1)
     assert list(empty.iterdir()) == []
+
+
+# --- ids as the query table prints them ------------------------------------------------
+
+
+def forget(capsys: pytest.CaptureFixture[str], store: str, *args: str) -> tuple[int, str, str]:
+    """``agentkit-memory --store STORE forget ARGS`` in this process: (status, out, err)."""
+    from agentkit.cli import main
+
+    code = main(["--store", store, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_forget_takes_the_shortened_id_the_query_table_shows(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = ok(run("--store", "m.db", "--scope", "acme/support", "query", "walrus", cwd=folder))
+    shown = table.splitlines()[1].split()[3]  # rank, score, source(s), id, ...
+    full = [cid for cid, _ in chunk_rows(folder / "m.db", "acme") if cid.startswith(shown)]
+    assert len(shown) == 12 and len(full) == 1 and full[0] != shown
+    code, out, _ = forget(
+        capsys, str(folder / "m.db"), "--scope", "acme/support", "forget", shown, "--json"
+    )
+    assert code == 0
+    assert json.loads(out) == {"forgot": 1, "scope": "acme/support", "mode": "ids", "ids": full}
+    assert full[0] not in {cid for cid, _ in chunk_rows(folder / "m.db", "acme")}
+    # The same chunk id in the other tenant is theirs: untouched.
+    assert full[0] in {cid for cid, _ in chunk_rows(folder / "m.db", "globex")}
+
+
+async def _ids_store(db: Path) -> None:
+    from agentkit.kernel.ctx import Scope
+    from agentkit.vector import Chunk, HashingEmbedder
+    from agentkit.vector.sqlite import SQLiteVectorStore
+
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder()) as store:
+        ids = ["a%c", "a_c", "ab", "abc", "a*c", "a?c", "zz"]
+        await store.upsert([Chunk(i, f"text {i}") for i in ids], scope=Scope("acme", "x"))
+        await store.upsert([Chunk("a%d", "other tenant")], scope=Scope("globex", "x"))
+
+
+def test_forget_refuses_unknown_and_ambiguous_ids_and_deletes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+
+    db = tmp_path / "ids.db"
+    asyncio.run(_ids_store(db))
+    store = str(db)
+
+    def held(org: str = "acme") -> list[str]:
+        return [cid for cid, _ in chunk_rows(db, org)]
+
+    before = held()
+    code, out, err = forget(capsys, store, "--scope", "acme/x", "forget", "a")
+    assert code == 1 and out == ""
+    assert "'a' starts more than one id" in err and "nothing was deleted" in err
+    assert "a%c, a*c, a?c, a_c, ab, ..." in err  # the first candidates, in id order
+    for args in (["nope"], ["zz", "nope"], ["%"], ["*"], ["a%d"], ["zz", "a", "--json"]):
+        code, out, err = forget(capsys, store, "--scope", "acme/x", "forget", *args)
+        assert code == 1 and out == "", args
+        assert len(err.strip().splitlines()) == 1 and "nothing was deleted" in err, args
+    assert held() == before  # every refusal came before any delete
+    # An exact id wins over the longer ids it is a prefix of; wildcards are characters.
+    for given, gone in [("ab", "ab"), ("a_", "a_c"), ("a%", "a%c"), ("a*", "a*c"), ("zz", "zz")]:
+        code, out, _ = forget(capsys, store, "--scope", "acme/x", "forget", given)
+        assert (code, out.strip()) == (0, "forgot 1 record (1 id(s) named; scope acme/x)")
+        assert gone not in held()
+    assert held() == ["a?c", "abc"]
+    # Another scope's ids are never candidates, and its own prefix finds its own record.
+    assert held("globex") == ["a%d"]
+    code, out, _ = forget(capsys, store, "--scope", "globex/x", "forget", "a")
+    assert code == 0 and held("globex") == []
+
+
+def test_after_a_forget_later_commands_still_need_no_embedder_flag(tmp_path: Path) -> None:
+    """docs/cli.md: the store remembers its embedder. A forget makes the next ingest
+    write (and so embed) again; that must use the recorded embedder, not the default."""
+    shutil.copytree(NOTES, tmp_path / "notes")
+    ok(run("--store", "m.db", "--hashing", "ingest", "notes", cwd=tmp_path, hashing=False))
+    ok(run("--store", "m.db", "forget", "--where", "path=notes/gardening.txt", cwd=tmp_path))
+    again = run("--store", "m.db", "ingest", "notes", cwd=tmp_path, hashing=False)
+    ok(again)
+    assert "1 written, 2 unchanged" in again.stderr
+    out = ok(run("--store", "m.db", "query", "tomatoes", "--dense", cwd=tmp_path, hashing=False))
+    assert "notes/gardening.txt" in out.splitlines()[1]
+    assert "HashingEmbedder (dim 256)" in ok(run("--store", "m.db", "stats", cwd=tmp_path))

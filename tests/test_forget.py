@@ -182,6 +182,37 @@ async def test_scan_refuses_bad_arguments(store: Any) -> None:
         await store.scan(scope=ACME, after=5)
 
 
+# Ids holding every LIKE and GLOB wildcard: a prefix must match them as plain text.
+PREFIX_IDS = ["a%c", "a_c", "ab", "abc", "a*c", "a?c", "a[b]c", "b", "é1", "é2"]
+
+
+async def test_ids_with_prefix_is_literal_and_stays_in_its_scope(store: Any) -> None:
+    await store.upsert([Chunk(i, f"text {i}") for i in PREFIX_IDS], scope=ACME)
+    await store.upsert([Chunk("a%z", "the other tenant's")], scope=GLOBEX)
+
+    async def find(prefix: str, scope: Scope = ACME, **kw: Any) -> list[str]:
+        found: list[str] = await store.ids_with_prefix(prefix, scope=scope, **kw)
+        return found
+
+    for prefix, expected in [
+        ("a%", ["a%c"]), ("a_", ["a_c"]), ("a*", ["a*c"]), ("a?", ["a?c"]),
+        ("a[", ["a[b]c"]), ("ab", ["ab", "abc"]), ("é", ["é1", "é2"]), ("abc", ["abc"]),
+        ("a%z", []), ("%", []), ("_", []), ("*", []), ("zz", []),
+    ]:
+        assert sorted(await find(prefix)) == expected, prefix
+    everything_a = [i for i in PREFIX_IDS if i.startswith("a")]
+    assert await find("a") == sorted(everything_a)
+    assert await find("a", limit=2) == sorted(everything_a)[:2]
+    assert await find("a", GLOBEX) == ["a%z"]
+    assert await find("a", Scope("nobody", "here")) == []
+    with pytest.raises(InvalidArgument):
+        await find("")
+    with pytest.raises(InvalidArgument):
+        await find("a", limit=0)
+    with pytest.raises(InvalidArgumentType):
+        await store.ids_with_prefix(5, scope=ACME)
+
+
 async def test_stats_counts_records_documents_and_last_write(store: Any) -> None:
     before = time.time()
     await fill(store)

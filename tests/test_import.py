@@ -533,3 +533,76 @@ async def test_flat_metadata_is_screened_like_nested_metadata() -> None:
     assert dict(got["ok"].metadata) == {"title": "Café – naïve 日本", "n": 3, "f": 0.5,
                                         "b": False, "none": None}
     assert dict(got["literal"].metadata) == {"path": "C:\\u0041"}
+
+
+# --- symlinks leading out of the folder ------------------------------------------------
+
+
+def _link_out(folder: Path, name: str, elsewhere: Path) -> Path:
+    """Move ``folder/name`` to ``elsewhere`` and leave a symlink to it in its place."""
+    elsewhere.mkdir(exist_ok=True)
+    target = elsewhere / name
+    (folder / name).rename(target)
+    (folder / name).symlink_to(target, target_is_directory=target.is_dir())
+    return target
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "extra"),
+    [
+        ("llamaindex", "docstore.json", ()),
+        ("chroma", "chroma.sqlite3", ("--collection", "docs")),
+        ("chroma", "<segment folder>", ("--collection", "docs")),
+        ("faiss", "index.pkl", ("--trust-pickle",)),
+    ],
+)
+def test_import_refuses_a_symlink_out_of_the_folder_and_imports_nothing(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    name: str,
+    extra: tuple[str, ...],
+) -> None:
+    src = tmp_path / kind
+    {"llamaindex": llamaindex_folder, "chroma": chroma_folder, "faiss": faiss_folder}[kind](src)
+    if name == "<segment folder>":  # Chroma keeps each collection's vectors in a folder
+        name = next(p.name for p in src.iterdir() if p.is_dir())
+    _link_out(src, name, tmp_path / "elsewhere")
+    db = tmp_path / "m.db"
+    assert cli("--store", str(db), "--hashing", "import", str(src), *extra) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("agentkit-memory: error: ") and len(err.splitlines()) == 1
+    assert "symlink" in err and "outside the folder" in err
+    assert str(src / name) in err and str(tmp_path / "elsewhere" / name) in err
+    assert not db.exists()
+    with pytest.raises(InvalidArgument, match="outside the folder"):
+        read_folder(src, kind=kind, trust_pickle=True)
+
+
+def test_llamaindex_docstore_linked_to_another_folder_never_imports_its_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reported case: a persist dir whose docstore.json is another index's file."""
+    from llama_index.core import MockEmbedding, StorageContext, VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    theirs = tmp_path / "theirs"
+    VectorStoreIndex(
+        [TextNode(id_="theirs-1", text="another team's private record")],
+        storage_context=StorageContext.from_defaults(),
+        embed_model=MockEmbedding(embed_dim=8),
+    ).storage_context.persist(persist_dir=str(theirs))
+    mine = tmp_path / "mine"
+    llamaindex_folder(mine)
+    (mine / "docstore.json").rename(mine / "own-docstore.json")
+    (mine / "docstore.json").symlink_to(theirs / "docstore.json")
+    db = tmp_path / "m.db"
+    assert cli("--store", str(db), "--hashing", "import", str(mine)) == 1
+    assert str(mine / "docstore.json") in capsys.readouterr().err
+    assert not db.exists()
+    # A link that stays inside the folder is the folder's own file: imported as usual.
+    (mine / "docstore.json").unlink()
+    (mine / "docstore.json").symlink_to("own-docstore.json")
+    assert cli("--store", str(db), "--hashing", "--scope", "acme/docs", "import", str(mine)) == 0
+    assert "verified: the store holds all 3 imported id(s)" in capsys.readouterr().out
+    assert_same_records(asyncio.run(held(db)), RECORDS)

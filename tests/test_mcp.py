@@ -166,6 +166,18 @@ async def test_stdio_write_search_forget_round_trip(root: Path) -> None:
     assert await count(db, ACME) == before
 
 
+async def test_stdio_search_on_an_empty_scope_never_names_other_scopes(root: Path) -> None:
+    """The shell's query names the scopes holding records when the asked one is empty;
+    an agent is served one tenant and must not learn the others exist."""
+    async with stdio(root / "memory.db", "--scope", "nobody/here") as client:
+        result = await client.call_tool("memory_search", {"query": "tenants", "k": 5})
+    assert not result.is_error and result.structured_content["items"] == []
+    shown = json.dumps(result.structured_content) + "".join(
+        getattr(block, "text", "") for block in result.content
+    )
+    assert ACME not in shown and "acme" not in shown and "no --scope" not in shown
+
+
 BAD_CALLS = [
     ("memory_search", {"query": "x", "k": 0}, "k"),
     ("memory_search", {"query": "x", "k": -3}, "k"),

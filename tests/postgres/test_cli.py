@@ -19,9 +19,10 @@ NOTES = FIXTURES / "notes"
 BEIR = FIXTURES / "beir_tiny"
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path, hashing: bool = True) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
-    env["AGENTKIT_EMBEDDER"] = "hashing"
+    if hashing:
+        env["AGENTKIT_EMBEDDER"] = "hashing"
     return subprocess.run(
         [sys.executable, "-m", "agentkit.cli", *args],
         cwd=cwd,
@@ -74,6 +75,49 @@ def test_ingest_query_and_reingest_on_postgres(db_url: str, tmp_path: Path) -> N
     ok(again)
     assert rows(db_url) == 3
     assert "3 unchanged" in again.stderr and "0 written" in again.stderr
+
+
+def test_later_commands_use_the_embedder_the_server_recorded(db_url: str, tmp_path: Path) -> None:
+    """ingest --hashing, forget, then ingest and query with no flag: the registry's
+    embedder is used (it used to be the bundled MiniLM, refused as 384 vs 256 wide)."""
+    shutil.copytree(NOTES, tmp_path / "notes")
+    ok(run("--store", db_url, "--hashing", "ingest", "notes", cwd=tmp_path, hashing=False))
+    forgot = run("--store", db_url, "forget", "--where", "path=notes/gardening.txt", cwd=tmp_path)
+    assert ok(forgot).startswith("forgot 1 record ")
+    again = run("--store", db_url, "ingest", "notes", cwd=tmp_path, hashing=False)
+    ok(again)
+    assert "1 written, 2 unchanged" in again.stderr
+    out = ok(run("--store", db_url, "query", "tomatoes", "--dense", cwd=tmp_path, hashing=False))
+    assert "notes/gardening.txt" in out.splitlines()[1]
+    # An explicit, different choice is refused before a model loads, naming the record.
+    env_model = run("--store", db_url, "--model", "some/other-model", "query", "x", "--dense",
+                    cwd=tmp_path, hashing=False)
+    assert env_model.returncode == 1
+    assert "HashingEmbedder" in env_model.stderr and "refusing to mix in" in env_model.stderr
+    assert rows(db_url) == 3
+
+
+def test_forget_takes_a_shortened_id_within_the_scope_on_postgres(
+    db_url: str, tmp_path: Path
+) -> None:
+    shutil.copytree(NOTES, tmp_path / "notes")
+    for scope in ("acme/support", "globex/support"):  # the same chunk ids in both
+        ok(run("--store", db_url, "--scope", scope, "ingest", "notes", cwd=tmp_path))
+    table = ok(run("--store", db_url, "--scope", "acme/support", "query", "tomatoes",
+                   cwd=tmp_path))
+    shown = table.splitlines()[1].split()[3]
+    assert len(shown) == 12
+    doc = json.loads(ok(run("--store", db_url, "--scope", "acme/support", "forget", shown,
+                            "--json", cwd=tmp_path)))
+    assert doc["forgot"] == 1 and len(doc["ids"]) == 1 and doc["ids"][0].startswith(shown)
+    assert rows(db_url) == 5  # globex keeps its copy of the same id
+    gone = run("--store", db_url, "--scope", "acme/support", "forget", shown, cwd=tmp_path)
+    assert gone.returncode == 1 and f"no record has id {shown!r}" in gone.stderr
+    for wildcard in ("%", "_", "*"):
+        refused = run("--store", db_url, "--scope", "globex/support", "forget", wildcard,
+                      cwd=tmp_path)
+        assert refused.returncode == 1 and "no record has id" in refused.stderr
+    assert rows(db_url) == 5
 
 
 def test_scopes_on_postgres(db_url: str, tmp_path: Path) -> None:

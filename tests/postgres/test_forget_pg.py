@@ -179,3 +179,22 @@ def test_cli_forget_and_stats_on_postgres(db_url: str, tmp_path: Path) -> None:
     assert out.strip() == "forgot 2 records (scope acme/support)"
     scopes = _scopes(db_url, tmp_path)
     assert (scopes["acme/support"]["chunks"], scopes["globex/support"]["chunks"]) == (0, 3)
+
+
+async def test_ids_with_prefix_is_literal_and_stays_in_its_scope(
+    store: PostgresVectorStore,
+) -> None:
+    ids = ["a%c", "a_c", "ab", "abc", "a*c", "a?c", "a[b]c", "a\\c", "b", "é1", "é2"]
+    await store.upsert([Chunk(i, f"text {i}") for i in ids], scope=ACME)
+    await store.upsert([Chunk("a%z", "the other tenant's")], scope=GLOBEX)
+    for prefix, expected in [
+        ("a%", ["a%c"]), ("a_", ["a_c"]), ("a*", ["a*c"]), ("a?", ["a?c"]),
+        ("a[", ["a[b]c"]), ("a\\", ["a\\c"]), ("ab", ["ab", "abc"]), ("é", ["é1", "é2"]),
+        ("a%z", []), ("%", []), ("_", []), ("a\x00", []),
+    ]:
+        assert sorted(await store.ids_with_prefix(prefix, scope=ACME)) == expected, prefix
+    assert len(await store.ids_with_prefix("a", scope=ACME, limit=3)) == 3
+    assert await store.ids_with_prefix("a", scope=GLOBEX) == ["a%z"]
+    assert await store.ids_with_prefix("a", scope=Scope("nobody", "here")) == []
+    with pytest.raises(InvalidArgument):
+        await store.ids_with_prefix("", scope=ACME)

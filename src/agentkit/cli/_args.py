@@ -1,11 +1,20 @@
-"""The command line's grammar: argparse, with every mistake reported on one line."""
+"""The command line's grammar: argparse, with every mistake reported on one line.
+
+A mistyped subcommand, choice or flag gets the nearest real one suggested ("did you
+mean --lexical?"), drawn from the parser's own choices and usage, so the suggestion
+can only name something that exists (argparse has no ``suggest_on_error`` before 3.14).
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
+from collections.abc import Mapping
 from typing import NoReturn
 
+from agentkit import __version__
 from agentkit._store_path import DEFAULT_STORE_PATH, default_store_path
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument
@@ -18,9 +27,41 @@ class UsageError(InvalidArgument):
 
 
 class _Parser(argparse.ArgumentParser):
+    # The subcommands by name (set on the top-level parser), for suggesting their flags.
+    commands: Mapping[str, argparse.ArgumentParser] | None = None
+
     # argparse prints the whole usage block and exits; we want one line and our own exit.
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{message}{_choice_hint(message)} (see {self.prog} --help)")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: (['\"]?)(?P<word>.*?)\1 \(choose from (?P<all>.*)\)")
+# A flag as usage prints it: "[-k K]", "[--dense | --lexical]", "--tokens FILE".
+_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
+
+
+def _did_you_mean(word: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _choice_hint(message: str) -> str:
+    """For argparse's "invalid choice" message: the nearest of the choices it lists."""
+    match = _INVALID_CHOICE.search(message)
+    if match is None:
+        return ""
+    choices = [c.strip().strip("'\"") for c in match.group("all").split(",")]
+    return _did_you_mean(match.group("word"), choices)
+
+
+def _unrecognized(parser: _Parser, args: argparse.Namespace, extras: list[str]) -> NoReturn:
+    """Refuse leftover arguments, suggesting the flag meant by the first unknown one
+    among the flags of the top level and of the subcommand given."""
+    chosen = (parser.commands or {}).get(getattr(args, "command", None) or "", parser)
+    flags = sorted(set(_FLAG.findall(parser.format_usage() + chosen.format_usage())))
+    unknown = [e.partition("=")[0] for e in extras if e.startswith("-") and len(e) > 1]
+    hint = _did_you_mean(unknown[0], flags) if unknown else ""
+    chosen.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
 
 
 def parse_scope(text: str | None) -> Scope:
@@ -85,14 +126,16 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog=PROG,
         description="Hybrid (dense + lexical) memory on an embedded SQLite store.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     _add_globals(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
+    parser.commands = sub.choices
 
     ingest = sub.add_parser("ingest", help="index .txt/.md files, folders and BEIR corpora")
     _add_globals(ingest, top=False)
@@ -113,8 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--explain", action="store_true",
                        help="show each half's own ranks, the dedupe merges and timings")
     mode = query.add_mutually_exclusive_group()
-    mode.add_argument("--dense", dest="mode", action="store_const", const="dense")
-    mode.add_argument("--lexical", dest="mode", action="store_const", const="lexical")
+    mode.add_argument("--dense", dest="mode", action="store_const", const="dense",
+                      help="the embedding (semantic) half only")
+    mode.add_argument("--lexical", dest="mode", action="store_const", const="lexical",
+                      help="the word (BM25) half only; needs no embedding model")
     query.set_defaults(mode="hybrid")
     query.add_argument("--candidates", type=_positive, default=50, metavar="N",
                        help="hybrid: how deep each half is read before fusion (default 50)")
@@ -165,7 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _unrecognized(parser, args, extras)
     args.scope = parse_scope(args.scope)
     args.store = str(default_store_path(args.store))
     if not args.hashing:

@@ -24,6 +24,9 @@ async def cmd_query(args: argparse.Namespace) -> int:
         items, stack, total = await _query.run(
             store, args.text, k=args.k, mode=args.mode, scope=args.scope, depth=args.candidates
         )
+        note = None if items else await _stats.elsewhere(store, args.scope)
+    if note is not None:
+        print(note, file=sys.stderr)
     info = _query.explain(items, stack, total) if args.explain else None
     if args.json:
         print(_query.as_json(args.text, args.mode, args.scope, items, info))

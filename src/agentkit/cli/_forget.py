@@ -7,6 +7,11 @@ number/true/false/null it spells, so ``--where doc_id=7`` finds a BEIR ``"7"`` a
 integer ``7`` alike. The count printed is the store's own: records that were there and
 are now gone. No model is loaded and no store is created: forgetting from a path that
 holds no store is an error.
+
+An ID may be shortened, as the query table prints it: a prefix that names exactly one
+record of the scope stands for it. Every ID is resolved before anything is deleted, and
+one that names no record, or several, refuses the whole run (naming the candidates), so
+a typo never passes for "already gone".
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ from typing import Any
 from agentkit.cli._args import UsageError
 from agentkit.cli._stores import inspect_store, is_postgres
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import StoreError
+from agentkit.kernel.errors import InvalidArgument, StoreError
+
+# Candidates listed when a shortened id is ambiguous.
+_SHOWN = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("ids", nargs="*", metavar="ID", help="chunk ids to delete")
+    parser.add_argument("ids", nargs="*", metavar="ID",
+                        help="chunk ids to delete; a prefix naming one record will do")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="delete the records whose metadata KEY equals VALUE (repeatable)")
     parser.add_argument("--all", action="store_true",
@@ -111,6 +120,7 @@ async def run(args: argparse.Namespace) -> int:
     store = open_for_forget(args.store)
     async with store:
         if mode == "ids":
+            what = await resolve(store, what, args.scope)
             n = await store.delete(what, scope=args.scope)
         elif mode == "where":
             n = await store.delete_where(what, scope=args.scope)
@@ -119,9 +129,38 @@ async def run(args: argparse.Namespace) -> int:
     if not isinstance(n, int):
         raise StoreError(f"{type(store).__name__} did not say how many records it deleted")
     if args.json:
-        print(json.dumps({"forgot": n, "scope": scope_text(args.scope), "mode": mode}))
+        doc = {"forgot": n, "scope": scope_text(args.scope), "mode": mode}
+        if mode == "ids":
+            doc["ids"] = what
+        print(json.dumps(doc, ensure_ascii=False))
         return 0
     detail = f"{len(what)} id(s) named; " if mode == "ids" else ""
     noun = "record" if n == 1 else "records"
     print(f"forgot {n} {noun} ({detail}scope {scope_text(args.scope)})")
     return 0
+
+
+async def resolve(store: Any, ids: list[str], scope: Scope) -> list[str]:
+    """The full id each of ``ids`` names in ``scope``: itself when the scope holds it, else
+    the one id it is a prefix of. InvalidArgument naming every ID that names no record
+    or several; the store is only read, so a refusal deletes nothing."""
+    held = {chunk.id for chunk in await store.get(ids, scope=scope)}
+    out: dict[str, None] = {}
+    problems: list[str] = []
+    for cid in ids:
+        if cid in held:
+            out[cid] = None
+            continue
+        found = await store.ids_with_prefix(cid, scope=scope, limit=_SHOWN + 1)
+        if len(found) == 1:
+            out[found[0]] = None
+        elif not found:
+            problems.append(f"no record has id {cid!r} or an id starting with it")
+        else:
+            listed = ", ".join(found[:_SHOWN]) + (", ..." if len(found) > _SHOWN else "")
+            problems.append(f"{cid!r} starts more than one id ({listed}); give more of it")
+    if problems:
+        raise InvalidArgument(
+            f"{'; '.join(problems)} (scope {scope_text(scope)}); nothing was deleted"
+        )
+    return list(out)

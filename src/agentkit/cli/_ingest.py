@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentkit._links import stays_inside
 from agentkit.cli._files import check_regular, lines, read_bytes
 from agentkit.cli._progress import Progress
 from agentkit.kernel.ctx import Scope
@@ -130,8 +131,7 @@ def _walk(root: Path) -> Iterator[Path]:
         for name in filenames:
             if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
                 candidate = Path(dirpath) / name
-                real = candidate.resolve()
-                if real.is_file() and real.is_relative_to(top):
+                if stays_inside(candidate, top) and candidate.is_file():
                     yield candidate
 
 

@@ -15,9 +15,14 @@ import json
 import time
 from typing import Any
 
+from agentkit.cli._args import PROG
 from agentkit.cli._forget import scope_text
 from agentkit.cli._stores import open_store
+from agentkit.kernel.ctx import Scope
 from agentkit.vector.stats import ScopeStats, StoreStats
+
+# Scopes named by the hint after an empty query before it says "and N more".
+_NAMED = 10
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +34,30 @@ async def run(args: argparse.Namespace) -> int:
         stats: StoreStats = await store.stats()
     print(as_json(stats) if args.json else render(stats))
     return 0
+
+
+async def elsewhere(store: Any, scope: Scope) -> str | None:
+    """When ``scope`` holds no records: a note naming the scopes that do, as ``stats``
+    would list them, so "no results" is not mistaken for "nothing matched".
+
+    For the shell user who owns the store file only: the MCP server answers one tenant
+    and never calls this (other tenants' names are theirs).
+    """
+    if await store.count(scope=scope):
+        return None
+    stats: StoreStats = await store.stats()
+    held = [s for s in stats.scopes if s.records and s.scope != scope]
+    asked = "the unscoped bucket" if scope == Scope() else f"scope {scope_text(scope)}"
+    if not held:
+        return f"note: {asked} holds no records, and no other scope does"
+    named = [
+        f"{scope_text(s.scope)} ({s.records} chunk{'' if s.records == 1 else 's'}"
+        f"{', no --scope' if s.scope == Scope() else ''})"
+        for s in held[:_NAMED]
+    ]
+    more = f" and {len(held) - _NAMED} more" if len(held) > _NAMED else ""
+    return (f"note: {asked} holds no records; scopes with records: {', '.join(named)}{more} "
+            f"(see {PROG} stats)")
 
 
 def when(at: float | None) -> str | None:

@@ -29,8 +29,8 @@ from agentkit.vector.sqlite import SQLiteVectorStore, embedder_name
 
 _HASHING = embedder_name(HashingEmbedder())
 _NO_MODEL_HINT = (
-    "sentence-transformers is not installed; install it with: "
-    "pip install torch==2.13.0 && pip install 'agentkit-memory[embeddings]' "
+    "no embedding model is installed; install one with: "
+    "pip install 'agentkit-memory[embeddings]' "
     "(or use --hashing, or query --lexical)"
 )
 
@@ -129,7 +129,7 @@ def damaged(path: Path | str, exc: BaseException) -> str:
     return f"store {str(path)!r} is damaged ({exc}); restore it or ingest into a new file"
 
 
-def _check_choice(args: argparse.Namespace, recorded: tuple[str, int] | None, path: Path) -> None:
+def _check_choice(args: argparse.Namespace, recorded: tuple[str, int] | None, shown: str) -> None:
     """Refuse a conflicting --hashing/--model before paying seconds to load a model."""
     if recorded is None:
         return
@@ -143,9 +143,9 @@ def _check_choice(args: argparse.Namespace, recorded: tuple[str, int] | None, pa
         return
     if wanted != recorded[0]:
         raise StoreError(
-            f"store {str(path)!r} holds vectors from embedder {recorded[0]!r} "
+            f"store {shown} holds vectors from embedder {recorded[0]!r} "
             f"(dim {recorded[1]}); refusing to mix in {wanted!r}. Drop --hashing/--model "
-            "to use the recorded one, or use a new store file."
+            "to use the recorded one, or use a new store."
         )
 
 
@@ -181,7 +181,7 @@ async def open_store(
 
     A SQLite file that turns out damaged mid-command is named in the error.
     """
-    store = _store(args, create=create, need_vectors=need_vectors)
+    store = await _store(args, create=create, need_vectors=need_vectors)
     try:
         async with store:
             yield store
@@ -191,15 +191,13 @@ async def open_store(
         raise StoreError(damaged(args.store, exc)) from exc
 
 
-def _store(args: argparse.Namespace, *, create: bool, need_vectors: bool) -> Any:
+async def _store(args: argparse.Namespace, *, create: bool, need_vectors: bool) -> Any:
     target: str = args.store
+    lexical_only = not need_vectors and not args.hashing and args.model is None
     if is_postgres(target):
-        # The server records the embedder too and refuses a different one; without a
-        # local file to read it from, the flags (or the bundled MiniLM) decide.
-        lexical_only = not need_vectors and not args.hashing and args.model is None
-        embedder = None if lexical_only else make_embedder(args, None)
         try:
             import agentkit.vector as vector
+            from agentkit.vector.postgres import recorded_embedder
 
             cls = vector.PostgresVectorStore
         except (ImportError, AttributeError) as exc:
@@ -207,11 +205,17 @@ def _store(args: argparse.Namespace, *, create: bool, need_vectors: bool) -> Any
                 "the PostgreSQL store is not available in this install "
                 f"({type(exc).__name__}: {exc}); try: pip install 'agentkit-memory[postgres]'"
             ) from None
+        embedder = None
+        if not lexical_only:
+            # The server's registry is this store's record of its embedder, read the way
+            # a SQLite file's meta table is: the same choice rules apply to both.
+            recorded = await recorded_embedder(target)
+            _check_choice(args, recorded, repr(cls(target, embedder=None)))
+            embedder = make_embedder(args, recorded)
         return cls(target, embedder=embedder, create=create)
     path = Path(target)
     recorded = inspect_store(path, create=create)
-    _check_choice(args, recorded, path)
-    lexical_only = not need_vectors and not args.hashing and args.model is None
+    _check_choice(args, recorded, repr(str(path)))
     embedder = None if lexical_only else make_embedder(args, recorded)
     if create:
         return SQLiteVectorStore(path, embedder=embedder, create=True)

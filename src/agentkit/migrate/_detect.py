@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentkit._links import links_out
 from agentkit.kernel.errors import InvalidArgument
 from agentkit.migrate._source import PAGE, Source
 
@@ -56,10 +57,11 @@ def read_folder(
 ) -> Source:
     """Open the store saved in ``path`` (its kind detected unless given) as a Source.
 
-    Every refusal (not a folder, an unknown layout, an untrusted pickle, a missing
-    collection) comes before any record is read.
+    Every refusal (not a folder, a symlink leading out of it, an unknown layout, an
+    untrusted pickle, a missing collection) comes before any record is read.
     """
     folder = _folder(path)
+    _refuse_links_out(folder)
     if kind is None:
         kind, name = detect_kind(folder)
     elif kind not in KINDS:
@@ -84,6 +86,18 @@ def read_folder(
     from agentkit.migrate._llamaindex import read_llamaindex
 
     return read_llamaindex(folder, page=page)
+
+
+def _refuse_links_out(folder: Path) -> None:
+    """The readers open the folder's files by name (and Chroma its segment folders): a
+    symlink among them leading elsewhere would import records the folder does not hold."""
+    found = next(links_out(folder), None)
+    if found is not None:
+        link, target = found
+        raise InvalidArgument(
+            f"refusing to import {str(folder)!r}: {str(link)!r} is a symlink to "
+            f"{str(target)!r}, outside the folder (import reads only the folder's own files)"
+        )
 
 
 def _folder(path: str | Path) -> Path:

@@ -38,8 +38,23 @@ def check_scan(
             raise InvalidArgumentType(f"after must be a str (a chunk id) or None, got "
                                       f"{type(after).__name__}")
         check_unicode(after, "after")
+    return checked, after, _check_limit(limit)
+
+
+def check_prefix(prefix: object, limit: object) -> tuple[str, int]:
+    """``ids_with_prefix``'s arguments: a non-empty str (an empty prefix would name every
+    record, which is never what a caller resolving a shortened id means), a page size."""
+    if not isinstance(prefix, str):
+        raise InvalidArgumentType(f"prefix must be a str, got {type(prefix).__name__}")
+    if not prefix:
+        raise InvalidArgument("prefix must be non-empty (an empty prefix matches every id)")
+    check_unicode(prefix, "prefix")
+    return prefix, _check_limit(limit)
+
+
+def _check_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidArgumentType(f"limit must be an int, got {type(limit).__name__}")
     if not 1 <= limit <= MAX_SCAN_LIMIT:
         raise InvalidArgument(f"limit must be between 1 and {MAX_SCAN_LIMIT}, got {limit}")
-    return checked, after, limit
+    return limit

@@ -26,7 +26,12 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
-from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
+from agentkit.vector._forgetting import (
+    SCAN_LIMIT,
+    check_forget_where,
+    check_prefix,
+    check_scan,
+)
 from agentkit.vector._scope_matrix import ScopeMatrix, top_k
 from agentkit.vector.hashing import HashingEmbedder
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
@@ -111,13 +116,29 @@ class _Bucket:
                 self.snap = ScopeMatrix(self.dim)
             return n
 
+    def _ordered_locked(self) -> list[str]:
+        """The live ids in ascending order (cached per version); ``lock`` held."""
+        version, ordered = self.ordered
+        if version != self.version:
+            ordered = sorted(self.snap.pos)
+            self.ordered = (self.version, ordered)
+        return ordered
+
+    def with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids starting with ``prefix``: one run in sorted order."""
+        with self.lock:
+            ordered = self._ordered_locked()
+            out: list[str] = []
+            for i in range(bisect.bisect_left(ordered, prefix), len(ordered)):
+                if not ordered[i].startswith(prefix) or len(out) >= limit:
+                    break
+                out.append(ordered[i])
+            return out
+
     def page(self, where: dict[str, Any] | None, after: str | None, limit: int) -> list[Chunk]:
         """Up to ``limit`` rows matching ``where`` with ids above ``after``, by id."""
         with self.lock:
-            version, ordered = self.ordered
-            if version != self.version:
-                ordered = sorted(self.snap.pos)
-                self.ordered = (self.version, ordered)
+            ordered = self._ordered_locked()
             start = 0 if after is None else bisect.bisect_right(ordered, after)
             out: list[Chunk] = []
             chunks, pos = self.snap.payloads, self.snap.pos
@@ -439,6 +460,17 @@ class InMemoryVectorStore:
         if bucket.size() > _THREAD_ROWS:
             return await asyncio.to_thread(bucket.page, filters, cursor, size)
         return bucket.page(filters, cursor, size)
+
+    async def ids_with_prefix(
+        self, prefix: str, *, scope: Scope, limit: int = SCAN_LIMIT
+    ) -> list[str]:
+        """The scope's ids that start with ``prefix`` (compared as text: nothing in it is a
+        wildcard), ascending, at most ``limit``: how a shortened id, as tables print
+        them, is resolved to the records it could name."""
+        wanted, size = check_prefix(prefix, limit)
+        check_scope(scope)
+        bucket = self._buckets.get(scope)
+        return [] if bucket is None else bucket.with_prefix(wanted, size)
 
     async def stats(self) -> StoreStats:
         """Records, documents and last change per scope (nothing is on disk)."""

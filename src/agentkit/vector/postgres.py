@@ -32,7 +32,12 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.vector import _pg_bm25
-from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
+from agentkit.vector._forgetting import (
+    SCAN_LIMIT,
+    check_forget_where,
+    check_prefix,
+    check_scan,
+)
 from agentkit.vector._pg_schema import SchemaInfo, ensure_schema
 from agentkit.vector._pg_sql import (
     SCHEMA_TABLE,
@@ -583,6 +588,28 @@ class PostgresVectorStore:
                     break
                 cursor = rows[-1][0]
         return out
+
+    async def ids_with_prefix(
+        self, prefix: str, *, scope: Scope, limit: int = SCAN_LIMIT
+    ) -> list[str]:
+        """The scope's ids that start with ``prefix`` (compared as text: nothing in it is a
+        wildcard), ascending, at most ``limit``: how a shortened id, as tables print
+        them, is resolved to the records it could name."""
+        org, dom = check_scope(scope)
+        wanted, size = check_prefix(prefix, limit)
+        if "\x00" in wanted:
+            return []  # no stored id holds NUL
+        pool = await self._ready()
+        async with self._connection(pool) as conn:
+            # starts_with, not LIKE: a % or _ the user typed is a character, not a pattern.
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT id FROM {t} WHERE org_id = %s AND domain_id = %s"
+                    " AND starts_with(id, %s) ORDER BY id LIMIT %s"
+                ).format(t=self._table),
+                (org, dom, wanted, size),
+            )
+            return [str(row[0]) for row in await cur.fetchall()]
 
     async def stats(self) -> StoreStats:
         """Per scope: rows, documents, last write; the registry's embedder; the size of

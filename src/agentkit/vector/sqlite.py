@@ -59,7 +59,12 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreEr
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._fair_pool import FairPool
-from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
+from agentkit.vector._forgetting import (
+    SCAN_LIMIT,
+    check_forget_where,
+    check_prefix,
+    check_scan,
+)
 from agentkit.vector._lexical_index import LexicalIndexes, Staged
 from agentkit.vector._lexical_text import query_terms
 from agentkit.vector._scope_matrix import top_k
@@ -456,6 +461,16 @@ class SQLiteVectorStore:
         bucket = _bucket(scope)
         flt, cursor, size = check_scan(where, after, limit)
         return await self._read(bucket, _scan, bucket, flt, cursor, size)
+
+    async def ids_with_prefix(
+        self, prefix: str, *, scope: Scope, limit: int = SCAN_LIMIT
+    ) -> list[str]:
+        """The scope's ids that start with ``prefix`` (compared as text: nothing in it is a
+        wildcard), ascending, at most ``limit``: how a shortened id, as tables print
+        them, is resolved to the records it could name."""
+        bucket = _bucket(scope)
+        wanted, size = check_prefix(prefix, limit)
+        return await self._read(bucket, _with_prefix, bucket, wanted, size)
 
     async def stats(self) -> StoreStats:
         """Per scope: records, documents, last write; plus embedder and bytes on disk
@@ -1151,6 +1166,26 @@ def _held(conn: sqlite3.Connection, bucket: tuple[str, str], ids: list[str]) -> 
             (*bucket, *part),
         ))
     return [i for i in dict.fromkeys(ids) if i in found]
+
+
+def _with_prefix(
+    conn: sqlite3.Connection, bucket: tuple[str, str], prefix: str, limit: int
+) -> list[str]:
+    # Binary order puts every id that starts with ``prefix`` in one run beginning at
+    # ``prefix`` itself: walk the unique index from there and stop at the first other id.
+    out: list[str] = []
+    cur = conn.execute(
+        "SELECT id FROM chunks WHERE org = ? AND domain = ? AND id >= ? ORDER BY id",
+        (*bucket, prefix),
+    )
+    try:
+        for (cid,) in cur:
+            if not cid.startswith(prefix) or len(out) >= limit:
+                break
+            out.append(cid)
+    finally:
+        cur.close()
+    return out
 
 
 def _count(conn: sqlite3.Connection, bucket: tuple[str, str] | None) -> int:
