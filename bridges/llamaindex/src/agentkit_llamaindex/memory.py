@@ -23,6 +23,7 @@ from agentkit.kernel.validate import check_ctx, check_k, check_query, check_wher
 from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
+from agentkit_llamaindex._async_store import async_only
 from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, pushdown, query_bundle
 from agentkit_llamaindex.mapping import from_node
@@ -55,8 +56,10 @@ def _native_async(retriever: BaseRetriever) -> bool:
     LlamaIndex's default ``_aretrieve`` runs the sync path on the loop. A
     VectorIndexRetriever's async path is only as good as its store's: the simple
     store's ``aquery`` runs the sync search on the loop, and a Qdrant store built
-    with a sync client only (the usual local set-up) has none at all. Its sync path
-    works on every store, so it goes to a worker thread.
+    with a sync client only (the usual local set-up) has none at all. So its sync
+    path goes to a worker thread, except over a store that has no sync path
+    (``async_only``; see ``LlamaIndexMemory._retrieve`` for a retriever whose store
+    cannot be seen).
 
     ``_aretrieve`` is the hook LlamaIndex documents for retriever subclasses to
     override; comparing it with the base class's is the only way to tell whether a
@@ -369,7 +372,7 @@ class LlamaIndexMemory:
         # setting (say, an unknown query mode) fails here, not at the first query.
         self.retriever = spec.build(DEFAULT_SIMILARITY_TOP_K, spec.filters)
         self._index = spec
-        self._native = _native_async(self.retriever)
+        self._native = _native_async(self.retriever) or async_only(spec.index.vector_store)
         self._allowed = spec.allowed()
 
     def __repr__(self) -> str:
@@ -442,7 +445,23 @@ class LlamaIndexMemory:
     async def _retrieve(self, call: BaseRetriever, bundle: QueryBundle) -> list[NodeWithScore]:
         if self._native:
             return await call.aretrieve(bundle)
-        return await run_blocking(call.retrieve, bundle)
+        try:
+            return await run_blocking(call.retrieve, bundle)
+        except Exception:
+            if not isinstance(call, VectorIndexRetriever):
+                raise
+            # A VectorIndexRetriever handed in by the user: its store is not public, so
+            # a store with no sync path (an async-only Qdrant) shows itself here. A
+            # query changes nothing, so it is asked on its async path; if that answers,
+            # this source uses that path from now on, else the sync path's error stands.
+            try:
+                nodes = await call.aretrieve(bundle)
+            except Exception:
+                pass
+            else:
+                self._native = True
+                return nodes
+            raise
 
     def _items(self, nodes: list[NodeWithScore], scope: Scope) -> list[MemoryItem | None]:
         allowed = self._allowed

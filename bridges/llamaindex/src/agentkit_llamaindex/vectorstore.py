@@ -39,6 +39,7 @@ from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
+from agentkit_llamaindex._async_store import async_only
 from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import (
     pushdown,
@@ -191,6 +192,8 @@ class LlamaIndexVectorPort:
 
     Raises:
         InvalidArgumentType: ``index`` is not a ``VectorStoreIndex``.
+        UnsupportedOperation: The store has no sync client (built with ``aclient=``
+            only), before anything is written.
     """
 
     def __init__(
@@ -207,6 +210,14 @@ class LlamaIndexVectorPort:
             )
         _check_embed_model(embed_model)
         store = index.vector_store
+        if async_only(store):
+            # Writes are embedded, then committed behind a gate, in a worker thread
+            # (see ``upsert``): that needs the store's sync API.
+            raise UnsupportedOperation(
+                f"LlamaIndexVectorPort needs {type(store).__name__}'s sync client, and "
+                "this one has an async client only: build the store with client= as well "
+                "(LlamaIndexMemory reads an async-only store on its async path)"
+            )
         self.index = index
         self._embed_model = embed_model if embed_model is not None else _index_embed_model(index)
         self._can_filter = store_can_filter(store) if can_filter is None else bool(can_filter)
@@ -301,9 +312,7 @@ class LlamaIndexVectorPort:
         if not wanted:
             return 0  # some stores read an empty id list as "everything"
         record_ids = list(dict.fromkeys(self._record_id(scope, i) for i in wanted))
-        return await run_gated(
-            lambda gate: run_blocking(self._delete_counted, record_ids, gate)
-        )
+        return await run_gated(lambda gate: run_blocking(self._delete_counted, record_ids, gate))
 
     def _to_node(self, scope: Scope, chunk: Chunk) -> TextNode:
         record_id = self._record_id(scope, chunk.id)
@@ -329,9 +338,7 @@ class LlamaIndexVectorPort:
             self._delete([n.node_id for n in nodes])
             self.index.insert_nodes(nodes)
 
-    def _delete_counted(
-        self, record_ids: list[str], gate: CommitGate | None = None
-    ) -> int | None:
+    def _delete_counted(self, record_ids: list[str], gate: CommitGate | None = None) -> int | None:
         """``_delete_locked`` that first counts which of ``record_ids`` are held."""
         with self._lock.write():
             if gate is not None and not gate.enter():
