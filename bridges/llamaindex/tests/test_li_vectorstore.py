@@ -14,7 +14,7 @@ from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
 from agentkit.kernel import Ctx, Scope
-from agentkit.kernel.errors import StoreError, UnsupportedOperation
+from agentkit.kernel.errors import StoreError
 from agentkit.state.memory import MemoryItem, VectorMemory
 from agentkit.vector import Chunk, HashingEmbedder, VectorPort
 
@@ -351,17 +351,6 @@ async def test_first_write_into_a_fresh_qdrant_collection() -> None:
         ("1", "first fact ever", {"lang": "en"})
     ]
     assert await port.search("first fact", k=3, scope=GLOBEX.scope) == []
-
-
-async def test_an_async_only_qdrant_store_is_refused_with_a_clear_error() -> None:
-    """The port commits writes in a worker thread through the store's sync API; a store
-    built with ``aclient=`` only would fail every call with an AttributeError."""
-    from llama_index.vector_stores.qdrant import QdrantVectorStore
-    from qdrant_client import AsyncQdrantClient
-
-    store = QdrantVectorStore(aclient=AsyncQdrantClient(location=":memory:"), collection_name="a")
-    with pytest.raises(UnsupportedOperation, match=r"sync client.*client= as well"):
-        LlamaIndexVectorPort.from_vector_store(store, embed_model=_embed())
 
 
 async def test_faiss_is_refused_for_scoped_use_before_anything_is_written() -> None:

@@ -23,7 +23,6 @@ from agentkit.kernel.validate import check_ctx, check_k, check_query, check_wher
 from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
-from agentkit_llamaindex._async_store import async_only
 from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import has_empty_any_of, merge_filters, pushdown, query_bundle
 from agentkit_llamaindex.mapping import from_node
@@ -57,9 +56,8 @@ def _native_async(retriever: BaseRetriever) -> bool:
     VectorIndexRetriever's async path is only as good as its store's: the simple
     store's ``aquery`` runs the sync search on the loop, and a Qdrant store built
     with a sync client only (the usual local set-up) has none at all. So its sync
-    path goes to a worker thread, except over a store that has no sync path
-    (``async_only``; see ``LlamaIndexMemory._retrieve`` for a retriever whose store
-    cannot be seen).
+    path goes to a worker thread, unless the store turns out to have no sync path
+    (see ``LlamaIndexMemory._retrieve``).
 
     ``_aretrieve`` is the hook LlamaIndex documents for retriever subclasses to
     override; comparing it with the base class's is the only way to tell whether a
@@ -372,7 +370,7 @@ class LlamaIndexMemory:
         # setting (say, an unknown query mode) fails here, not at the first query.
         self.retriever = spec.build(DEFAULT_SIMILARITY_TOP_K, spec.filters)
         self._index = spec
-        self._native = _native_async(self.retriever) or async_only(spec.index.vector_store)
+        self._native = _native_async(self.retriever)
         self._allowed = spec.allowed()
 
     def __repr__(self) -> str:
@@ -450,10 +448,12 @@ class LlamaIndexMemory:
         except Exception:
             if not isinstance(call, VectorIndexRetriever):
                 raise
-            # A VectorIndexRetriever handed in by the user: its store is not public, so
-            # a store with no sync path (an async-only Qdrant) shows itself here. A
-            # query changes nothing, so it is asked on its async path; if that answers,
-            # this source uses that path from now on, else the sync path's error stands.
+            # A store with no sync path (QdrantVectorStore(aclient=...) only) shows
+            # itself here: nothing public says so beforehand (``client`` is None also
+            # for a PGVectorStore not yet connected, and a user's retriever does not
+            # show its store). A query changes nothing, so it is asked on its async
+            # path; if that answers, this source uses that path from now on, else the
+            # sync path's error stands.
             try:
                 nodes = await call.aretrieve(bundle)
             except Exception:
