@@ -39,12 +39,10 @@ from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
-from agentkit_llamaindex._async_store import async_only
 from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import (
     pushdown,
     store_can_filter,
-    store_needs_uuid_ids,
     store_refuses_nul,
 )
 from agentkit_llamaindex._locks import ReadWriteLock
@@ -55,6 +53,10 @@ __all__ = ["LlamaIndexVectorPort"]
 
 # The LLM never sees the port's bookkeeping (nor the item mapping's).
 _HIDDEN = sorted({*interop.STAMP_KEYS, *ITEM_KEYS})
+# A LlamaIndex node always carries its id, so a store nobody knows keeps ids plainly;
+# known stores (Qdrant: UUIDs only) by ``agentkit.interop.id_convention``, as in the
+# LangChain port.
+_NODE_IDS = interop.IdConvention("llamaindex")
 # When ``where`` can only be applied by the re-check, the first ask is this many
 # times k, so the usual case is still one pass.
 _OVERFETCH = 4
@@ -192,8 +194,6 @@ class LlamaIndexVectorPort:
 
     Raises:
         InvalidArgumentType: ``index`` is not a ``VectorStoreIndex``.
-        UnsupportedOperation: The store has no sync client (built with ``aclient=``
-            only), before anything is written.
     """
 
     def __init__(
@@ -210,18 +210,11 @@ class LlamaIndexVectorPort:
             )
         _check_embed_model(embed_model)
         store = index.vector_store
-        if async_only(store):
-            # Writes are embedded, then committed behind a gate, in a worker thread
-            # (see ``upsert``): that needs the store's sync API.
-            raise UnsupportedOperation(
-                f"LlamaIndexVectorPort needs {type(store).__name__}'s sync client, and "
-                "this one has an async client only: build the store with client= as well "
-                "(LlamaIndexMemory reads an async-only store on its async path)"
-            )
         self.index = index
         self._embed_model = embed_model if embed_model is not None else _index_embed_model(index)
         self._can_filter = store_can_filter(store) if can_filter is None else bool(can_filter)
-        self._uuid_ids = store_needs_uuid_ids(store) if uuid_ids is None else bool(uuid_ids)
+        known = interop.id_convention(store, _NODE_IDS)
+        self._uuid_ids = known.uuid if uuid_ids is None else bool(uuid_ids)
         self._distances = _returns_distances(store)
         self._no_nul = store_refuses_nul(store)
         self._approximate = is_chroma(store)
