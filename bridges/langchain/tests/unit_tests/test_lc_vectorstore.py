@@ -671,6 +671,18 @@ async def test_a_store_nobody_knows_reads_back_ids_and_metadata_as_written() -> 
     assert [c.id for _, c in await port.search("policy", k=2, scope=Scope())] == ["r2"]
 
 
+async def test_the_stores_retriever_reads_port_records_as_written_too() -> None:
+    from agentkit_langchain import LangChainMemory
+
+    store = EchoStore(_embeddings())
+    await VectorMemory(LangChainVectorPort(store)).write(
+        [MemoryItem("the refund policy", "x", metadata={"id": "r1", "source": "a.md"})],
+        ctx=Ctx(),
+    )
+    [item] = await LangChainMemory(store.as_retriever()).query("refund", k=1, ctx=Ctx())
+    assert (item.id, dict(item.metadata)) == ("r1", {"source": "a.md"})
+
+
 def test_store_ids_must_be_an_id_convention() -> None:
     with pytest.raises(InvalidArgumentType, match="IdConvention"):
         LangChainVectorPort(_faiss(), store_ids="uuid")  # type: ignore[arg-type]
