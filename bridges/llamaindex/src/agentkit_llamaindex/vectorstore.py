@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from llama_index.core import Settings, StorageContext, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -50,6 +50,8 @@ from agentkit_llamaindex.embedding import AgentkitEmbedding
 from agentkit_llamaindex.mapping import STAMP_KEYS as ITEM_KEYS
 
 __all__ = ["LlamaIndexVectorPort"]
+
+T = TypeVar("T")
 
 # The LLM never sees the port's bookkeeping (nor the item mapping's).
 _HIDDEN = sorted({*interop.STAMP_KEYS, *ITEM_KEYS})
@@ -271,6 +273,27 @@ class LlamaIndexVectorPort:
             )
         return checked
 
+    async def _on_store(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread, where every store call of the port runs.
+
+        That needs the store's sync client. A store built with an async client only
+        (``QdrantVectorStore(aclient=...)``) fails there with an AttributeError on its
+        missing client; that is said plainly instead. Nothing public tells such a store
+        apart beforehand (``client`` is None also for a PGVectorStore not yet
+        connected), so it is recognised by that failure.
+        """
+        try:
+            return await run_blocking(fn, *args)
+        except AttributeError as exc:
+            if self.vector_store.client is not None:
+                raise
+            raise UnsupportedOperation(
+                f"{type(self.vector_store).__name__} has no sync client (built with an "
+                "async client only?): LlamaIndexVectorPort works through the store's sync "
+                "API in a worker thread, so build the store with client= as well "
+                "(LlamaIndexMemory reads an async-only store on its async path)"
+            ) from exc
+
     def _record_id(self, scope: Scope, chunk_id: str) -> str:
         return interop.store_id(scope, chunk_id, uuid=self._uuid_ids)
 
@@ -292,7 +315,7 @@ class LlamaIndexVectorPort:
             return
         latest: dict[str, Chunk] = {c.id: c for c in batch}  # last write of an id wins
         nodes = [self._to_node(scope, c) for c in latest.values()]
-        await run_gated(lambda gate: run_blocking(self._replace, nodes, gate))
+        await run_gated(lambda gate: self._on_store(self._replace, nodes, gate))
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> int | None:
         """Remove by id; unknown ids are skipped. Gated like ``upsert``.
@@ -305,7 +328,7 @@ class LlamaIndexVectorPort:
         if not wanted:
             return 0  # some stores read an empty id list as "everything"
         record_ids = list(dict.fromkeys(self._record_id(scope, i) for i in wanted))
-        return await run_gated(lambda gate: run_blocking(self._delete_counted, record_ids, gate))
+        return await run_gated(lambda gate: self._on_store(self._delete_counted, record_ids, gate))
 
     def _to_node(self, scope: Scope, chunk: Chunk) -> TextNode:
         record_id = self._record_id(scope, chunk.id)
@@ -453,7 +476,7 @@ class LlamaIndexVectorPort:
 
         def fetcher(flt: MetadataFilters | None) -> Callable[[int], Awaitable[list[_Hit | None]]]:
             async def fetch(n: int) -> list[_Hit | None]:
-                return await run_blocking(self._query, query, embedded, n, flt)
+                return await self._on_store(self._query, query, embedded, n, flt)
 
             return fetch
 
@@ -557,10 +580,10 @@ class LlamaIndexVectorPort:
                 and matches_where(interop.strip_stamps(node.metadata), where)
             ]
 
-        record_ids = list(dict.fromkeys(await run_blocking(matching)))
+        record_ids = list(dict.fromkeys(await self._on_store(matching)))
         if not record_ids:
             return 0
-        await run_gated(lambda gate: run_blocking(self._delete_locked, record_ids, gate))
+        await run_gated(lambda gate: self._on_store(self._delete_locked, record_ids, gate))
         return len(record_ids)
 
     async def scan(
@@ -587,7 +610,7 @@ class LlamaIndexVectorPort:
                 return self._listed(scope, flt)
 
         page: list[Chunk] = []
-        for node in await run_blocking(listed):
+        for node in await self._on_store(listed):
             meta = node.metadata
             if not interop.in_scope(meta, scope):
                 continue
