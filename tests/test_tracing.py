@@ -217,8 +217,15 @@ async def test_every_shipped_source_and_decorator_has_a_span() -> None:
     await stack.query("Paris", k=3, ctx=Ctx(TENANT))
     kinds = {s.attributes["agentkit.memory.source.type"] for s in memory_spans()}
     assert kinds == {
-        "CachedMemory", "ReadOnlyMemory", "ScopedMemory", "SequentialMemory",
-        "CompositeMemory", "VectorMemory", "JournalMemory", "ScratchpadMemory", "FileMemory",
+        "CachedMemory",
+        "ReadOnlyMemory",
+        "ScopedMemory",
+        "SequentialMemory",
+        "CompositeMemory",
+        "VectorMemory",
+        "JournalMemory",
+        "ScratchpadMemory",
+        "FileMemory",
     }
     assert all(s.name == "search_memory" for s in memory_spans())
     assert one("JournalMemory").kind is SpanKind.INTERNAL
@@ -251,7 +258,10 @@ async def test_composite_members_are_children_of_the_composite_span() -> None:
     assert parent_of(top) == turn.get_span_context().span_id
     members = children(top)
     assert sorted(s.attributes["gen_ai.memory.store.id"] for s in members) == [
-        "files", "journal", "scratchpad", "vector",
+        "files",
+        "journal",
+        "scratchpad",
+        "vector",
     ]
     assert all(s.context.trace_id == top.context.trace_id for s in members)
     # Concurrent, not one after another: every member starts before any of them ends
@@ -400,7 +410,9 @@ async def test_content_with_the_switch_on() -> None:
     [upsert] = memory_spans()
     written = json.loads(str(upsert.attributes["gen_ai.memory.records"]))
     assert [r["content"] for r in written] == [
-        "the capital of France is Paris", "the ocean is salty", "Paris has many museums",
+        "the capital of France is Paris",
+        "the ocean is salty",
+        "Paris has many museums",
     ]
     EXPORTER.clear()
 
@@ -481,12 +493,40 @@ async def test_delete_and_forget_are_delete_memory_spans() -> None:
     assert parent_of(inner) == outer.context.span_id
 
 
+async def test_a_single_id_delete_names_the_record() -> None:
+    """docs/tracing.md: ``gen_ai.memory.record.id`` on a delete of one id. Every shipped
+    source takes a list, so a one-element list is the single-id delete."""
+    memory = await vector_memory()
+    ids = [item.id for item in await memory.query("Paris ocean", k=3, ctx=Ctx(TENANT))]
+    assert len(ids) == 3 and all(isinstance(i, str) for i in ids)
+    EXPORTER.clear()
+    await memory.delete([ids[0]], ctx=Ctx(TENANT))
+    await memory.delete(ids[1:], ctx=Ctx(TENANT))
+    await memory.delete((ids[2], ids[2]), ctx=Ctx(TENANT))  # one record, named twice
+    one, two, again = memory_spans()
+    assert one.attributes["gen_ai.memory.record.id"] == ids[0]
+    assert one.attributes["gen_ai.memory.record.count"] == 1
+    assert "gen_ai.memory.record.id" not in two.attributes
+    assert two.attributes["gen_ai.memory.record.count"] == 2
+    assert again.attributes["gen_ai.memory.record.id"] == ids[2]
+
+
 def test_delete_methods_the_shipped_classes_define_are_traced() -> None:
     # Sources grow delete/forget/delete_where...: whatever they define is wrapped.
     shipped = (
-        VectorMemory, CachedMemory, CompositeMemory, SequentialMemory, ScopedMemory,
-        ReadOnlyMemory, FileMemory, JournalMemory, ScratchpadMemory, ToolMemory,
-        LexicalMemory, PerScopeMemory, CompactedMemory,
+        VectorMemory,
+        CachedMemory,
+        CompositeMemory,
+        SequentialMemory,
+        ScopedMemory,
+        ReadOnlyMemory,
+        FileMemory,
+        JournalMemory,
+        ScratchpadMemory,
+        ToolMemory,
+        LexicalMemory,
+        PerScopeMemory,
+        CompactedMemory,
     )
     for cls in shipped:
         for method, fn in vars(cls).items():
@@ -587,8 +627,10 @@ async def test_spans_nest_under_langchain_runs_traced_by_openinference() -> None
     instrumentor.instrument(tracer_provider=PROVIDER)
     try:
         retriever = AgentkitRetriever(memory=await four_sources(), scope=TENANT)
-        for call in (lambda: asyncio.to_thread(retriever.invoke, "Paris"),
-                     lambda: retriever.ainvoke("Paris")):
+        for call in (
+            lambda: asyncio.to_thread(retriever.invoke, "Paris"),
+            lambda: retriever.ainvoke("Paris"),
+        ):
             EXPORTER.clear()
             assert await call()
             by_id = {s.context.span_id: s for s in finished()}
@@ -634,7 +676,10 @@ def _run_python(code: str) -> str:
     env = dict(os.environ, ANONYMIZED_TELEMETRY="False")
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=120, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

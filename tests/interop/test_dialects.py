@@ -83,7 +83,7 @@ def test_faiss_and_pgvector_spellings() -> None:
     assert DIALECTS["faiss"].build([Condition("a", "eq", 1), Condition("a", "eq", 2)]) == {
         "$and": [{"a": 1}, {"a": 2}]
     }
-    assert DIALECTS["faiss"].fetch_k and not DIALECTS["faiss"].native_upsert
+    assert DIALECTS["faiss"].fetch_k
     assert DIALECTS["pgvector"].build([*conds, Condition("not-an-identifier", "eq", 1)]) == {
         "$and": [
             {"a": {"$eq": 1}},

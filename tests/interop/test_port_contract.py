@@ -1,7 +1,8 @@
 """One contract for both VectorPorts, on every store a user of either framework runs.
 
 Every (bridge, store) pair below runs the same cases through the public API
-(``VectorMemory(LangChainVectorPort(store))``, ``LlamaIndexVectorPort(index)`` /
+(``VectorMemory(LangChainVectorPort(store))``, also with a filter function of the
+user's own instead of the port's Qdrant dialect, ``LlamaIndexVectorPort(index)`` /
 ``LlamaIndexVectorPort.from_vector_store(store, embed_model=...)`` and the ports'
 ``upsert``/``search``/``delete``), with real stores: Chroma in-process, Qdrant local
 mode, FAISS, beside LangChain's ``InMemoryVectorStore`` and LlamaIndex's simple store.
@@ -181,6 +182,28 @@ def _lc_qdrant() -> Pair:
     )
 
 
+def _qdrant_equality(equality: dict[str, Any]) -> models.Filter:
+    """A user's own filter function: equality on langchain-qdrant's payload paths."""
+    return models.Filter(
+        must=[
+            models.FieldCondition(key=f"metadata.{key}", match=models.MatchValue(value=value))
+            for key, value in equality.items()
+        ]
+    )
+
+
+def _lc_qdrant_own_filter() -> Pair:
+    """langchain-qdrant with the filter overridden (``filter_style=`` a function): the
+    store's id convention (UUID point ids, ``_id`` in the results) must stay."""
+    pair = _lc_qdrant()
+    store = pair.port.vectorstore
+    return dataclasses.replace(
+        pair,
+        name="lc-qdrant-own-filter",
+        port=LangChainVectorPort(store, filter_style=_qdrant_equality),
+    )
+
+
 def _lc_faiss() -> Pair:
     store = FAISS(
         embedding_function=_lc_embeddings(),
@@ -309,6 +332,7 @@ PAIRS: dict[str, Callable[[], Pair]] = {
     "lc-inmemory": _lc_inmemory,
     "lc-chroma": _lc_chroma,
     "lc-qdrant": _lc_qdrant,
+    "lc-qdrant-own-filter": _lc_qdrant_own_filter,
     "lc-faiss": _lc_faiss,
     "li-simple": _li_simple,
     "li-chroma": _li_chroma,

@@ -13,10 +13,14 @@ from agentkit.interop import (
     CHUNK_KEY,
     DOMAIN_KEY,
     ID_PREFIX,
+    KEYS_KEY,
     ORG_KEY,
     SCOPED_KEY,
+    SELF_DESCRIBING,
+    IdConvention,
     chunk_id_of,
     conditions,
+    id_convention,
     in_scope,
     record_stamps,
     refuse_unfiltered,
@@ -108,6 +112,55 @@ def test_unscoped_records_keep_their_own_ids() -> None:
     assert in_scope({ORG_KEY: "", DOMAIN_KEY: ""}, unscoped)
     assert not in_scope({"source": "a.md"}, Scope("acme", "sales"))
     assert chunk_id_of("doc-1", {"source": "a.md"}) == "doc-1"
+
+
+@settings(max_examples=200)
+@given(_keys, st.dictionaries(st.text(max_size=6), st.integers() | st.text(max_size=4)))
+def test_a_self_describing_record_reads_back_whatever_the_store_adds(
+    key: tuple[Scope, str], own: dict[str, object]
+) -> None:
+    """On a store nobody knows: the chunk id travels in the record, and only the user's
+    own keys come back, whatever the store drops (the id) or adds (its own keys, even
+    one holding the very same value as one of the user's)."""
+    scope, chunk_id = key
+    sid = store_id(scope, chunk_id)
+    stored = {**own, **record_stamps(scope, chunk_id, sid, own_keys=own.keys())}
+    assert stored[CHUNK_KEY] == chunk_id  # even where the store id is the chunk id
+    returned = {"id": sid, "_internal": 1, **stored}  # what such a store hands back
+    assert chunk_id_of(None, returned) == chunk_id
+    assert strip_stamps(returned) == own
+    assert in_scope(returned, scope)
+
+
+def test_a_mangled_key_list_keeps_every_key_rather_than_losing_the_users() -> None:
+    for mangled in ("not json", '{"a": 1}', "[1, 2]", 7):
+        assert strip_stamps({"a": 1, KEYS_KEY: mangled, CHUNK_KEY: "c"}) == {"a": 1}
+    assert strip_stamps({"a": 1, "b": 2, KEYS_KEY: '["a"]'}) == {"a": 1}
+
+
+def test_id_conventions_come_from_the_class_in_either_framework() -> None:
+    from langchain_community.vectorstores import SKLearnVectorStore
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langchain_qdrant import QdrantVectorStore as LangChainQdrant
+    from llama_index.core.vector_stores import SimpleVectorStore
+    from llama_index.vector_stores.qdrant import QdrantVectorStore as LlamaIndexQdrant
+
+    def of(cls: type) -> IdConvention:
+        return id_convention(cls.__new__(cls))  # the class decides; no instance needed
+
+    assert of(LangChainQdrant).uuid and of(LangChainQdrant).id_key == "_id"
+    assert of(LlamaIndexQdrant).uuid and of(LlamaIndexQdrant).id_key is None
+    assert of(InMemoryVectorStore).replaces and not of(InMemoryVectorStore).self_describing
+    sklearn = of(SKLearnVectorStore)
+    assert (sklearn.id_key, sklearn.added_keys, sklearn.replaces) == ("id", {"id"}, False)
+
+    class Mine(InMemoryVectorStore):  # a subclass keeps its base's convention
+        pass
+
+    assert of(Mine) is of(InMemoryVectorStore)
+    assert of(SimpleVectorStore) is SELF_DESCRIBING  # unknown here; the port passes its own
+    plain = IdConvention("nodes")
+    assert id_convention(SimpleVectorStore.__new__(SimpleVectorStore), plain) is plain
 
 
 def test_an_unscoped_id_shaped_like_a_scoped_one_is_encoded() -> None:

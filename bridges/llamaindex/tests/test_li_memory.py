@@ -290,6 +290,65 @@ async def test_an_index_retriever_over_a_real_store_pushes_where_and_keeps_k(mak
     assert await mem.query("refund", k=5, ctx=Ctx(), where={"tenant": "initech"}) == []
 
 
+async def _async_qdrant_index() -> VectorStoreIndex:
+    """An index over a Qdrant store built with an async client only: no sync path."""
+    from llama_index.core import StorageContext
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import AsyncQdrantClient
+
+    store = QdrantVectorStore(aclient=AsyncQdrantClient(location=":memory:"), collection_name="d")
+    index = VectorStoreIndex(
+        [], storage_context=StorageContext.from_defaults(vector_store=store), use_async=True
+    )
+    await index.ainsert_nodes(
+        [
+            TextNode(
+                id_=str(uuid.uuid5(uuid.NAMESPACE_URL, n.node_id)),
+                text=n.get_content(),
+                metadata=dict(n.metadata),
+            )
+            for n in _nodes()
+        ]
+    )
+    return index
+
+
+async def test_an_async_only_qdrant_store_is_queried_on_its_async_path() -> None:
+    index = await _async_qdrant_index()
+    with pytest.raises(AttributeError, match="query_points"):  # the store's sync path
+        index.as_retriever().retrieve("refund")
+    by_index = LlamaIndexMemory(index)  # the store is seen: async from the first query
+    given = LlamaIndexMemory(index.as_retriever(similarity_top_k=1))  # the store is hidden
+    for mem in (by_index, given, given):
+        items = await mem.query("refund policy", k=3, ctx=Ctx())
+        assert len(items) == 3 and all(type(i.score) is float for i in items)
+        got = await mem.query("refund policy", k=5, ctx=Ctx(), where={"tenant": "globex"})
+        assert sorted(i.content for i in got) == [
+            "globex refund policy is store credit only",
+            "globex ships overnight",
+        ]
+
+
+async def test_a_store_failing_both_ways_reports_its_own_error() -> None:
+    """A retriever whose store fails on both paths: the retry on the async path never
+    hides the error of the path that was asked first."""
+    from llama_index.core import StorageContext
+    from llama_index.core.vector_stores import SimpleVectorStore
+
+    class Down(SimpleVectorStore):
+        def query(self, query: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("sync: store is down")
+
+        async def aquery(self, query: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("async: store is down")
+
+    storage = StorageContext.from_defaults(vector_store=Down())
+    index = VectorStoreIndex(_nodes(), storage_context=storage)
+    mem = LlamaIndexMemory(index.as_retriever())
+    with pytest.raises(ConnectionError, match="sync: store is down"):
+        await mem.query("refund", k=2, ctx=Ctx())
+
+
 async def test_a_retriever_restricted_to_node_ids_is_never_widened() -> None:
     from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 

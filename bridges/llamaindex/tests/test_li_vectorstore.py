@@ -14,7 +14,7 @@ from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
 from agentkit.kernel import Ctx, Scope
-from agentkit.kernel.errors import StoreError
+from agentkit.kernel.errors import StoreError, UnsupportedOperation
 from agentkit.state.memory import MemoryItem, VectorMemory
 from agentkit.vector import Chunk, HashingEmbedder, VectorPort
 
@@ -351,6 +351,24 @@ async def test_first_write_into_a_fresh_qdrant_collection() -> None:
         ("1", "first fact ever", {"lang": "en"})
     ]
     assert await port.search("first fact", k=3, scope=GLOBEX.scope) == []
+
+
+async def test_an_async_only_qdrant_store_is_named_as_such() -> None:
+    """The port works through the store's sync API in a worker thread; on a store built
+    with ``aclient=`` only, every call says so instead of an AttributeError on None."""
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import AsyncQdrantClient
+
+    store = QdrantVectorStore(aclient=AsyncQdrantClient(location=":memory:"), collection_name="a")
+    port = LlamaIndexVectorPort.from_vector_store(store, embed_model=_embed())
+    for call in (
+        port.upsert([Chunk("1", "a fact")], scope=ACME.scope),
+        port.search("a fact", k=1, scope=ACME.scope),
+        port.delete(["1"], scope=ACME.scope),
+        port.scan(scope=ACME.scope),
+    ):
+        with pytest.raises(UnsupportedOperation, match=r"no sync client.*client= as well"):
+            await call
 
 
 async def test_faiss_is_refused_for_scoped_use_before_anything_is_written() -> None:

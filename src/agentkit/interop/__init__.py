@@ -2,9 +2,9 @@
 
 The sync runner (one shared event loop, a wide pool for sync-only framework code),
 the tenancy codec for shared external stores (ids, stamps, widening), the
-per-store filter dialects and the scoped view of an agentkit store that each
-framework's ``AgentkitVectorStore`` wraps; one implementation, so the LangChain
-and LlamaIndex bridges cannot drift apart. Depends on the kernel and agentkit's
+per-store filter dialects and id conventions, and the scoped view of an agentkit
+store that each framework's ``AgentkitVectorStore`` wraps; one implementation, so
+the LangChain and LlamaIndex bridges cannot drift apart. Depends on the kernel and agentkit's
 own stores only: no framework imports here.
 """
 
@@ -19,6 +19,12 @@ from agentkit.interop._dialects import (
     where_conditions,
 )
 from agentkit.interop._exact import SPACES, chroma_space, nearest
+from agentkit.interop._id_conventions import (
+    ID_CONVENTIONS,
+    SELF_DESCRIBING,
+    IdConvention,
+    id_convention,
+)
 from agentkit.interop._model_rows import model_rows
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
 from agentkit.interop._reserved import RESERVED_PREFIX, check_unreserved, known_unreserved
@@ -29,6 +35,7 @@ from agentkit.interop._tenancy import (
     CHUNK_KEY,
     DOMAIN_KEY,
     ID_PREFIX,
+    KEYS_KEY,
     ORG_KEY,
     SCOPED_KEY,
     SCOPED_VALUE,
@@ -49,16 +56,20 @@ __all__ = [
     "DEFAULT_STORE_PATH",
     "DIALECTS",
     "DOMAIN_KEY",
+    "ID_CONVENTIONS",
     "ID_PREFIX",
+    "KEYS_KEY",
     "ORG_KEY",
     "RERANK_KEY",
     "RESERVED_PREFIX",
     "SCOPED_KEY",
     "SCOPED_VALUE",
+    "SELF_DESCRIBING",
     "SPACES",
     "STAMP_KEYS",
     "Condition",
     "Dialect",
+    "IdConvention",
     "Seen",
     "StoreView",
     "blocking_pool",
@@ -68,6 +79,7 @@ __all__ = [
     "conditions",
     "default_store_path",
     "dialect_for",
+    "id_convention",
     "in_scope",
     "is_unscoped",
     "known_unreserved",

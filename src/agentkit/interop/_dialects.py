@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentkit.interop._tenancy import (
@@ -103,28 +103,23 @@ def where_conditions(where: Mapping[str, Any] | None) -> list[Condition] | None:
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
-    """How one kind of store filters, and the store facts a port must work around.
+    """How one kind of store filters, and the search facts a port must work around.
 
     ``build`` turns conditions into the store's ``filter=`` value (None: nothing to
     push). ``fetch_k``: the store filters only its top ``fetch_k`` candidates (FAISS),
     so a search passes ``fetch_k`` and a short answer does not mean "no more", only
-    reaching ``size(store)`` does. ``uuid_ids``: record ids must be UUIDs (Qdrant).
-    ``native_upsert``: adding a known id replaces the record (FAISS refuses it).
-    ``id_key``/``added_keys``: results carry the record id in that metadata key instead
-    of ``Document.id``, and the store adds those keys to every returned record.
-    ``approximate``: a search, filtered or not, may return fewer records than match
-    (Chroma's HNSW walk, worst among near-identical vectors), so a short answer is
-    checked against an exact metadata read before it counts as "no more".
+    reaching ``size(store)`` does. ``approximate``: a search, filtered or not, may
+    return fewer records than match (Chroma's HNSW walk, worst among near-identical
+    vectors), so a short answer is checked against an exact metadata read before it
+    counts as "no more". How the store keeps record ids is not the dialect's
+    business: that is the store's ``IdConvention`` (``agentkit.interop``), which
+    stays whatever filter a port is given.
     """
 
     name: str
     build: Callable[[Sequence[Condition]], Any]
     fetch_k: bool = False
     size: Callable[[Any], int | None] | None = None
-    uuid_ids: bool = False
-    native_upsert: bool = True
-    id_key: str | None = None
-    added_keys: frozenset[str] = field(default_factory=frozenset)
     approximate: bool = False
 
 
@@ -268,19 +263,10 @@ def _faiss_size(store: Any) -> int | None:
 DIALECTS: dict[str, Dialect] = {
     "in_memory": Dialect("in_memory", in_memory_filter),
     "chroma": Dialect("chroma", chroma_filter, approximate=True),
-    "qdrant": Dialect(
-        "qdrant",
-        qdrant_filter,
-        uuid_ids=True,
-        id_key="_id",
-        added_keys=frozenset({"_id", "_collection_name"}),
-    ),
-    "faiss": Dialect(
-        "faiss", faiss_filter, fetch_k=True, size=_faiss_size, native_upsert=False
-    ),
+    "qdrant": Dialect("qdrant", qdrant_filter),
+    "faiss": Dialect("faiss", faiss_filter, fetch_k=True, size=_faiss_size),
     "pgvector": Dialect("pgvector", pgvector_filter),
-    # A user's own store: whether it replaces on a known id is unknown, so delete first.
-    "dict": Dialect("dict", flat_filter, native_upsert=False),
+    "dict": Dialect("dict", flat_filter),
 }
 """The built-in dialects by name, for ``filter_style=``/``dialect_for``."""
 
@@ -330,7 +316,7 @@ def dialect_for(
             equality = flat_filter(conds)
             return None if equality is None else user(equality)
 
-        return Dialect("custom", build, native_upsert=False)
+        return Dialect("custom", build)
     raise InvalidArgumentType(
         f"filter_style must be a str, a Dialect or a callable, got {type(choice).__name__}"
     )

@@ -24,6 +24,10 @@ scopes on top of it the same way, here:
   one that read the tenant's id off the store.
 * **Chunk ids back.** ``CHUNK_KEY`` carries the chunk id whenever the store id is not
   the chunk id itself; reading back takes it, else the store id.
+* **Self-describing records.** On a store whose id convention is unknown (it may
+  drop the record id, or add keys of its own to what it returns), a record also
+  carries its chunk id always, and the user's own metadata keys under ``KEYS_KEY``;
+  reading back keeps only those keys.
 * **Widening.** A store that filters after its own top-N (FAISS), approximately
   (Chroma) or not at all for some condition returns fewer matches than exist;
   :func:`widen` asks again, wider, until ``k`` survive the re-check or the store
@@ -33,8 +37,9 @@ scopes on top of it the same way, here:
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid as _uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from agentkit.kernel.ctx import Scope
@@ -44,6 +49,7 @@ __all__ = [
     "CHUNK_KEY",
     "DOMAIN_KEY",
     "ID_PREFIX",
+    "KEYS_KEY",
     "ORG_KEY",
     "SCOPED_KEY",
     "SCOPED_VALUE",
@@ -71,7 +77,9 @@ SCOPED_KEY = "agentkit_scoped"
 """Metadata key marking a record as written for a tenant (value ``SCOPED_VALUE``)."""
 SCOPED_VALUE = "1"
 """The value under ``SCOPED_KEY``: a string, which every store's filter can compare."""
-STAMP_KEYS = frozenset({ORG_KEY, DOMAIN_KEY, CHUNK_KEY, SCOPED_KEY})
+KEYS_KEY = "agentkit_keys"
+"""Metadata key listing (JSON) the user's own keys of a record on a self-describing store."""
+STAMP_KEYS = frozenset({ORG_KEY, DOMAIN_KEY, CHUNK_KEY, SCOPED_KEY, KEYS_KEY})
 """Every key the port adds; ``strip_stamps`` removes them before a user sees a record."""
 ID_PREFIX = "agentkit:"
 """How a scoped record's store id begins, telling it apart from a user's own ids."""
@@ -119,12 +127,20 @@ def store_id(scope: Scope, chunk_id: str, *, uuid: bool = False) -> str:
     return _hashed_uuid(encoded) if uuid else encoded
 
 
-def record_stamps(scope: Scope, chunk_id: str, record_id: str) -> dict[str, str]:
+def record_stamps(
+    scope: Scope, chunk_id: str, record_id: str, *, own_keys: Collection[str] | None = None
+) -> dict[str, str]:
     """Everything the port adds to a record's metadata: scope stamp, and ``CHUNK_KEY``
-    when the store id does not say the chunk id by itself."""
+    when the store id does not say the chunk id by itself.
+
+    ``own_keys`` (the user's metadata keys) makes the record self-describing, for a
+    store whose id convention is unknown: ``CHUNK_KEY`` always, and ``KEYS_KEY``.
+    """
     out = stamp(scope)
-    if record_id != chunk_id:
+    if record_id != chunk_id or own_keys is not None:
         out[CHUNK_KEY] = chunk_id
+    if own_keys is not None:
+        out[KEYS_KEY] = json.dumps(sorted(own_keys))
     return out
 
 
@@ -162,8 +178,27 @@ def in_scope(metadata: Mapping[str, Any], scope: Scope) -> bool:
 
 
 def strip_stamps(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's own metadata: what the user wrote, without the port's keys."""
-    return {key: value for key, value in metadata.items() if key not in STAMP_KEYS}
+    """The record's own metadata: what the user wrote, without the port's keys (and,
+    on a self-describing record, without any key the store added)."""
+    own = _own_keys(metadata.get(KEYS_KEY)) if KEYS_KEY in metadata else None
+    return {
+        key: value
+        for key, value in metadata.items()
+        if key not in STAMP_KEYS and (own is None or key in own)
+    }
+
+
+def _own_keys(listed: object) -> frozenset[str] | None:
+    """The keys ``KEYS_KEY`` lists; None (keep every key) when it is not a key list."""
+    if not isinstance(listed, str):
+        return None
+    try:
+        keys = json.loads(listed)
+    except ValueError:
+        return None
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        return None
+    return frozenset(keys)
 
 
 def refuse_unfiltered(store: str, scope: Scope, *, hint: str = "") -> None:

@@ -97,6 +97,7 @@ def _operation(method: str) -> str | None:
         return DELETE
     return found
 
+
 OPERATION_NAME = "gen_ai.operation.name"
 STORE_ID = "gen_ai.memory.store.id"
 RECORD_COUNT = "gen_ai.memory.record.count"
@@ -385,8 +386,22 @@ def _count_targets(attributes: dict[str, Any], args: tuple[Any, ...], kw: dict[s
         return True
     if isinstance(target, Collection) and not isinstance(target, (bytes, Mapping)):
         attributes[RECORD_COUNT] = len(target)
+        one = _single_id(target)
+        if one is not None:
+            attributes[RECORD_ID] = one
         return True
     return False
+
+
+def _single_id(ids: Collection[Any]) -> str | None:
+    """The id a delete names when it names exactly one (every source takes a list,
+    so ``["a"]`` is the single-id delete; ``["a", "a"]`` still deletes one record)."""
+    if not ids:
+        return None
+    first = next(iter(ids))
+    if not isinstance(first, str) or any(other != first for other in ids):
+        return None
+    return first
 
 
 def _describe_write(span: Any, source: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> None:

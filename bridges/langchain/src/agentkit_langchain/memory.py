@@ -18,12 +18,14 @@ from agentkit.interop import (
     CHUNK_KEY,
     DOMAIN_KEY,
     ID_PREFIX,
+    KEYS_KEY,
     ORG_KEY,
     blocking_pool,
     chunk_id_of,
     dialect_for,
     in_scope,
     merge_filter,
+    strip_stamps,
     where_conditions,
     widen,
 )
@@ -169,6 +171,8 @@ class LangChainMemory:
             chunk_id = chunk_id_of(doc.id, raw)
             if chunk_id is not None and chunk_id != item.id:
                 item = dataclasses.replace(item, id=chunk_id)
+        if KEYS_KEY in raw:  # written by LangChainVectorPort to a store it did not know
+            item = dataclasses.replace(item, metadata=strip_stamps(raw))
         if where is not None and not matches_where(item.metadata, where):
             return None
         return item

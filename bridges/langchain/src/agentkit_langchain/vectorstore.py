@@ -20,10 +20,12 @@ from agentkit.interop import (
     CHUNK_KEY,
     Condition,
     Dialect,
+    IdConvention,
     check_unreserved,
     chunk_id_of,
     conditions,
     dialect_for,
+    id_convention,
     in_scope,
     is_unscoped,
     record_stamps,
@@ -78,6 +80,15 @@ class LangChainVectorPort:
     cannot keep tenants apart: scoped use is refused before anything is written,
     unscoped use works.
 
+    Ids follow the store's id convention (``agentkit.interop.id_convention``: UUID-only
+    ids, where results carry the id, which keys the store adds, whether adding a known
+    id replaces), found by the store's class whatever ``filter_style`` says, or given
+    as ``store_ids=``. On a store nobody knows, every record the port writes carries
+    its chunk id and its own metadata keys, so it reads back as written even when the
+    store drops ids or adds keys; records are replaced by deleting first, and a store
+    that can neither delete nor look ids up is refused writes (they could only leave
+    a second copy beside the first).
+
     Scores are relevance (higher is better): cosine similarity for
     InMemoryVectorStore, the store's ``*_with_relevance_scores`` otherwise, or your
     ``relevance_score_fn`` applied to ``similarity_search_with_score``.
@@ -99,10 +110,12 @@ class LangChainVectorPort:
         filter_style: How scope and ``where`` become the store's filter (see above).
         relevance_score_fn: Turns ``similarity_search_with_score``'s raw score into
             relevance (higher is better), for stores without relevance scores.
+        store_ids: How the store keeps record ids; None looks it up by the store's class.
 
     Raises:
         InvalidArgumentType: A ``vectorstore`` that is not a LangChain ``VectorStore``,
-            an unusable ``filter_style``, or a ``relevance_score_fn`` that is not callable.
+            an unusable ``filter_style``, a ``relevance_score_fn`` that is not callable,
+            or ``store_ids`` that is not an ``IdConvention``.
     """
 
     def __init__(
@@ -111,6 +124,7 @@ class LangChainVectorPort:
         *,
         filter_style: FilterStyle = "auto",
         relevance_score_fn: Callable[[float], float] | None = None,
+        store_ids: IdConvention | None = None,
     ) -> None:
         if not isinstance(vectorstore, VectorStore):
             raise InvalidArgumentType(
@@ -118,8 +132,15 @@ class LangChainVectorPort:
             )
         if relevance_score_fn is not None and not callable(relevance_score_fn):
             raise InvalidArgumentType("relevance_score_fn must be callable or None")
+        if store_ids is not None and not isinstance(store_ids, IdConvention):
+            raise InvalidArgumentType(
+                f"store_ids must be an agentkit.interop.IdConvention or None, got "
+                f"{type(store_ids).__name__}"
+            )
         self.vectorstore = vectorstore
         self.dialect = dialect_for(vectorstore, filter_style)
+        # Independent of the dialect: a filter override never changes how ids are kept.
+        self.ids = store_ids if store_ids is not None else id_convention(vectorstore)
         self._in_memory = isinstance(vectorstore, InMemoryVectorStore)
         self._relevance = relevance_score_fn
         # Per bucket, the candidate count a post-filtering store (FAISS) last needed,
@@ -133,7 +154,10 @@ class LangChainVectorPort:
 
     def __repr__(self) -> str:
         name = self.dialect.name if self.dialect is not None else "none"
-        return f"LangChainVectorPort({type(self.vectorstore).__name__}, dialect={name!r})"
+        return (
+            f"LangChainVectorPort({type(self.vectorstore).__name__}, dialect={name!r}, "
+            f"ids={self.ids.name!r})"
+        )
 
     # --- VectorPort ---
 
@@ -143,7 +167,9 @@ class LangChainVectorPort:
         Each record is stamped with its scope and gets a per-tenant store id; when a
         batch repeats an id, its last chunk wins. If the caller gives up midway, the
         touched records are put back as they were. A scoped write to a store without a
-        filter dialect is refused before anything is written.
+        filter dialect is refused before anything is written, and so is a write that
+        could only add a second copy of a record (a store that does not replace on add
+        and cannot delete).
         """
         batch = _check_chunks(chunks)
         scope = check_scope(scope)
@@ -151,9 +177,11 @@ class LangChainVectorPort:
             return
         self._refuse_unfiltered(scope)
         by_id: dict[str, Document] = {}  # one record per id: the batch's last word wins
+        describe = self.ids.self_describing
         for chunk in batch:
             sid = self._store_id(scope, chunk.id)
-            metadata = {**chunk.metadata, **record_stamps(scope, chunk.id, sid)}
+            own = chunk.metadata.keys() if describe else None
+            metadata = {**chunk.metadata, **record_stamps(scope, chunk.id, sid, own_keys=own)}
             if not metadata:
                 # Chroma stores {} as "no metadata" and then cannot read the record
                 # back by id; the chunk key is stripped on the way out anyway.
@@ -163,7 +191,9 @@ class LangChainVectorPort:
         docs = list(by_id.values())
         store = self.vectorstore
         before = await self._snapshot(ids)
-        replace = self.dialect is None or not self.dialect.native_upsert
+        replace = not self.ids.replaces
+        if replace and (before is None or before) and not _deletes(store):
+            raise self._cannot_replace()
 
         async def write() -> None:
             if replace:
@@ -287,8 +317,17 @@ class LangChainVectorPort:
         return [(score, self._chunk(doc, meta)) for score, doc, meta in hits]
 
     def _store_id(self, scope: Scope, chunk_id: str) -> str:
-        uuid_ids = self.dialect is not None and self.dialect.uuid_ids
-        return store_id(scope, chunk_id, uuid=uuid_ids)
+        return store_id(scope, chunk_id, uuid=self.ids.uuid)
+
+    def _cannot_replace(self) -> StoreError:
+        name = type(self.vectorstore).__name__
+        return StoreError(
+            f"{name} cannot delete records, so LangChainVectorPort cannot replace a record "
+            f"by id: this write could leave a second copy beside one already stored, and "
+            f"nothing was written. Use a store that deletes (or has get_by_ids, so new ids "
+            f"can be told apart), or pass store_ids=IdConvention(..., replaces=True) if "
+            f"adding a known id does replace the record"
+        )
 
     def _refuse_unfiltered(self, scope: Scope) -> None:
         if self.dialect is None:
@@ -302,16 +341,15 @@ class LangChainVectorPort:
     def _record_id(self, doc: Document) -> str | None:
         if doc.id:
             return doc.id
-        key = self.dialect.id_key if self.dialect is not None else None
+        key = self.ids.id_key
         carried = doc.metadata.get(key) if key is not None else None
         return str(carried) if carried is not None else None
 
     def _own_metadata(self, doc: Document) -> dict[str, Any]:
         """What the user stored: no port stamps, no keys the store adds on the way out."""
         meta = strip_stamps(doc.metadata)
-        if self.dialect is not None and self.dialect.added_keys:
-            for key in self.dialect.added_keys:
-                meta.pop(key, None)
+        for key in self.ids.added_keys:
+            meta.pop(key, None)
         return meta
 
     def _chunk(self, doc: Document, metadata: dict[str, Any]) -> Chunk:
@@ -375,7 +413,7 @@ class LangChainVectorPort:
         cannot say (no ``get_by_ids``, or a record it returns without its id)."""
         store = self.vectorstore
         try:
-            if self.dialect is not None and self.dialect.name == "chroma":
+            if self.ids.name == "chroma":
                 found = await _chroma_get(store, ids)
             else:
                 found = list(await store.aget_by_ids(ids))
@@ -387,9 +425,8 @@ class LangChainVectorPort:
             if rid is None:
                 return None
             meta = dict(doc.metadata)
-            if self.dialect is not None:
-                for key in self.dialect.added_keys:
-                    meta.pop(key, None)
+            for key in self.ids.added_keys:
+                meta.pop(key, None)
             out.append(Document(page_content=doc.page_content, metadata=meta, id=rid))
         return out
 
@@ -401,8 +438,8 @@ class LangChainVectorPort:
         With a snapshot, only the ids it found go to the store (FAISS refuses a whole
         batch over one unknown id). Without one, the batch is tried whole, then id by
         id, an id the store calls unknown (ValueError/KeyError) being skipped.
-        ``replacing``: clearing ids before an add, where a store that cannot delete
-        may still replace on add; a plain delete on such a store is an error.
+        ``replacing``: clearing ids before an add; a store that cannot delete then
+        cannot replace either, which is refused before the add.
         """
         store = self.vectorstore
         if found is not None:
@@ -414,7 +451,7 @@ class LangChainVectorPort:
             await store.adelete(ids=ids)
         except NotImplementedError as exc:
             if replacing:
-                return
+                raise self._cannot_replace() from exc
             raise StoreError(f"{type(store).__name__} cannot delete records") from exc
         except (ValueError, KeyError):
             if len(ids) == 1:
@@ -597,6 +634,13 @@ async def _chroma_get(store: Any, ids: list[str]) -> list[Document]:
             result["ids"], result["documents"], result["metadatas"], strict=False
         )
     ]
+
+
+def _deletes(store: VectorStore) -> bool:
+    """Whether ``store``'s class implements delete (the base one only raises), as
+    LangChain's own indexing API tells it."""
+    kind = type(store)
+    return kind.delete is not VectorStore.delete or kind.adelete is not VectorStore.adelete
 
 
 def _exhausted(n: int, batch: list[_Hit], total: int | None) -> bool:

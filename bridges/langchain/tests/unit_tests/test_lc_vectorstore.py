@@ -8,6 +8,7 @@ flat-dict filter, and one that cannot filter at all).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import uuid
@@ -22,16 +23,16 @@ import pytest
 from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
 from langchain_chroma import Chroma
 from langchain_community.docstore.in_memory import InMemoryDocstore
-from langchain_community.vectorstores import FAISS
+from langchain_community.vectorstores import FAISS, SKLearnVectorStore
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from langchain_qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient, models
 
-from agentkit.interop import DIALECTS, Dialect
+from agentkit.interop import DIALECTS, Dialect, IdConvention
 from agentkit.kernel import Ctx, Scope
-from agentkit.kernel.errors import StoreError
+from agentkit.kernel.errors import InvalidArgumentType, StoreError
 from agentkit.state.memory import MemoryItem, VectorMemory
 from agentkit.vector import Chunk, HashingEmbedder
 
@@ -391,7 +392,7 @@ async def test_the_dialect_can_be_named_or_given() -> None:
     with pytest.raises(ValueError, match="unknown filter_style 'sql'"):
         LangChainVectorPort(chroma, filter_style="sql")
     # A user's own store, in a flat-dict dialect, named or given as a Dialect.
-    for style in ("dict", Dialect("mine", DIALECTS["dict"].build, native_upsert=False)):
+    for style in ("dict", Dialect("mine", DIALECTS["dict"].build)):
         store = DictStore(_embeddings())
         mem = VectorMemory(LangChainVectorPort(store, filter_style=style))
         await mem.write([MemoryItem("acme plan", "x", metadata={"id": "1", "t": 1})], ctx=ACME)
@@ -546,3 +547,144 @@ class NoFilterStore(DictStore):
 
     def similarity_search(self, query: str, k: int = 4, **kw: Any) -> list[Document]:
         return [d for d, _ in self.similarity_search_with_score(query, k)]
+
+
+# --- ids on stores the port has no filter dialect for, or another filter for ------------
+
+
+def _qdrant_equality(equality: dict[str, Any]) -> models.Filter:
+    """A user's own filter function for langchain-qdrant (equality on payload paths)."""
+    return models.Filter(
+        must=[
+            models.FieldCondition(key=f"metadata.{key}", match=models.MatchValue(value=value))
+            for key, value in equality.items()
+        ]
+    )
+
+
+async def test_a_filter_function_on_qdrant_keeps_the_stores_id_handling() -> None:
+    """Overriding the filter says nothing about ids: Qdrant still takes UUIDs only and
+    still returns the id in ``_id``, so scoped writes, updates and deletes by id work."""
+    store = _qdrant()
+    port = LangChainVectorPort(store, filter_style=_qdrant_equality)
+    assert port.dialect is not None and port.dialect.name == "custom" and port.ids.uuid
+    mem = VectorMemory(port)
+    await mem.write([MemoryItem("acme plan", "x", metadata={"id": "p1", "k": "v"})], ctx=ACME)
+    [item] = await mem.query("acme plan", k=3, ctx=ACME)
+    assert (item.id, dict(item.metadata)) == ("p1", {"k": "v"})  # no _id/_collection_name
+    await mem.write([dataclasses.replace(item, content="acme plan v2")], ctx=ACME)
+    await mem.write([MemoryItem("evil plan", "x", metadata={"id": "p1"})], ctx=EVIL)
+    assert _count(store) == 2
+    assert [i.content for i in await mem.query("plan", k=3, ctx=ACME)] == ["acme plan v2"]
+    # A user's own point, by its own (uuid4) id: updated in place, then deleted.
+    mine = str(uuid.uuid4())
+    store.add_documents([Document("the office wifi password", metadata={"s": "a"}, id=mine)])
+    await port.upsert([Chunk(mine, "the office wifi password, rotated")], scope=Scope())
+    assert [d.page_content for d in store.get_by_ids([mine])] == [
+        "the office wifi password, rotated"
+    ]
+    assert await port.delete([mine], scope=Scope()) == 1
+    assert await mem.delete(["p1"], ctx=ACME) == 1
+    assert _count(store) == 1
+    assert [i.content for i in await mem.query("plan", k=3, ctx=EVIL)] == ["evil plan"]
+
+
+def _sklearn(path: str) -> SKLearnVectorStore:
+    return SKLearnVectorStore(_embeddings(), persist_path=path)
+
+
+def _persisted_ids(store: SKLearnVectorStore, path: str) -> list[str]:
+    """The ids SKLearnVectorStore holds, by its own API: persist, then read its file."""
+    store.persist()
+    with open(path, encoding="utf-8") as fh:
+        return list(json.load(fh)["ids"])
+
+
+async def test_sklearn_records_read_back_under_their_own_ids(tmp_path: Any) -> None:
+    """SKLearnVectorStore has no filter dialect; its ids are still known: its search puts
+    the record id into the metadata it returns, as ``id``, and never sets Document.id."""
+    path = str(tmp_path / "sk.json")
+    store = _sklearn(path)
+    store.add_texts(
+        ["the refund policy", "the travel policy"],
+        metadatas=[{"source": "a.md"}, {"source": "b.md"}],
+        ids=["r1", "r2"],
+    )
+    # Cosine distance (0..2) to relevance (1..0).
+    port = LangChainVectorPort(store, relevance_score_fn=lambda d: 1 - d / 2)
+    [(_, chunk)] = await port.search("refund policy", k=1, scope=Scope())
+    assert (chunk.id, dict(chunk.metadata)) == ("r1", {"source": "a.md"})  # no store "id"
+    mem = VectorMemory(port)
+    [item] = await mem.query("refund policy", k=1, ctx=Ctx())
+    assert (item.id, dict(item.metadata)) == ("r1", {"source": "a.md"})
+    # It can neither delete nor look records up, so it cannot replace one: a write
+    # back (or any write) is refused rather than leaving a second "r1"; deletes too.
+    with pytest.raises(StoreError, match="SKLearnVectorStore cannot delete records"):
+        await mem.write([dataclasses.replace(item, content="the refund policy v2")], ctx=Ctx())
+    with pytest.raises(StoreError, match="cannot replace"):
+        await port.upsert([Chunk("r3", "a new record")], scope=Scope())
+    with pytest.raises(StoreError, match="cannot delete"):
+        await mem.delete(["r1"], ctx=Ctx())
+    with pytest.raises(StoreError, match="cannot filter"):
+        await port.upsert([Chunk("t1", "a tenant's record")], scope=ACME.scope)
+    assert _persisted_ids(store, path) == ["r1", "r2"]
+
+
+class EchoStore(DictStore):
+    """A user's store like SKLearnVectorStore in its reads - no Document.id, the id in
+    metadata ``id``, a key of its own added, no get_by_ids - but one that deletes."""
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        raise NotImplementedError
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kw: Any
+    ) -> list[tuple[Document, float]]:
+        return [
+            (
+                Document(doc.page_content, metadata={"id": doc.id, "rank": n, **doc.metadata}),
+                score,
+            )
+            for n, (doc, score) in enumerate(super().similarity_search_with_score(query, k))
+        ]
+
+
+async def test_a_store_nobody_knows_reads_back_ids_and_metadata_as_written() -> None:
+    store = EchoStore(_embeddings())
+    port = LangChainVectorPort(store)
+    assert port.dialect is None and port.ids.self_describing
+    mem = VectorMemory(port)
+    meta = {"source": "a.md", "ref": "r1"}  # "ref" holds the id too: the user's own key
+    await mem.write(
+        [MemoryItem("the refund policy", "x", metadata={"id": "r1", **meta})], ctx=Ctx()
+    )
+    await mem.write([MemoryItem("the travel policy", "x", metadata={"id": "r2"})], ctx=Ctx())
+    [item] = await mem.query("refund policy", k=1, ctx=Ctx())
+    assert (item.id, dict(item.metadata)) == ("r1", meta)  # no "id", no "rank", no stamps
+    await mem.write([dataclasses.replace(item, content="the refund policy v2")], ctx=Ctx())
+    assert len(store.rows) == 2  # replaced, not a second copy
+    await port.upsert([Chunk("r1", "the refund policy v3", meta)], scope=Scope())
+    (_, best), _ = await port.search("refund policy", k=2, scope=Scope())
+    assert (best.id, best.text, dict(best.metadata)) == ("r1", "the refund policy v3", meta)
+    assert len(store.rows) == 2
+    assert await mem.delete(["r1", "never-written"], ctx=Ctx()) == 2  # no count: ids named
+    assert [c.id for _, c in await port.search("policy", k=2, scope=Scope())] == ["r2"]
+
+
+async def test_the_stores_retriever_reads_port_records_as_written_too() -> None:
+    from agentkit_langchain import LangChainMemory
+
+    store = EchoStore(_embeddings())
+    await VectorMemory(LangChainVectorPort(store)).write(
+        [MemoryItem("the refund policy", "x", metadata={"id": "r1", "source": "a.md"})],
+        ctx=Ctx(),
+    )
+    [item] = await LangChainMemory(store.as_retriever()).query("refund", k=1, ctx=Ctx())
+    assert (item.id, dict(item.metadata)) == ("r1", {"source": "a.md"})
+
+
+def test_store_ids_must_be_an_id_convention() -> None:
+    with pytest.raises(InvalidArgumentType, match="IdConvention"):
+        LangChainVectorPort(_faiss(), store_ids="uuid")  # type: ignore[arg-type]
+    told = IdConvention("mine", replaces=False)
+    assert LangChainVectorPort(DictStore(_embeddings()), store_ids=told).ids is told

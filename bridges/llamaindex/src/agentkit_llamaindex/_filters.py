@@ -46,15 +46,12 @@ __all__ = [
     "pushdown",
     "query_bundle",
     "store_can_filter",
-    "store_needs_uuid_ids",
     "store_refuses_nul",
 ]
 
 # Stores that take no metadata filters at all (FaissMapVectorStore inherits the
 # refusal). Matched by class name along the MRO, so nothing is imported.
 _CANNOT_FILTER = frozenset({"FaissVectorStore"})
-# Stores whose record ids must be UUIDs.
-_UUID_IDS = frozenset({"QdrantVectorStore"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +81,6 @@ def store_can_filter(store: BasePydanticVectorStore) -> bool:
     overrides this either way.
     """
     return not (set(_class_names(store)) & _CANNOT_FILTER)
-
-
-def store_needs_uuid_ids(store: BasePydanticVectorStore) -> bool:
-    """Whether ``store`` only takes UUID record ids (Qdrant point ids)."""
-    return bool(set(_class_names(store)) & _UUID_IDS)
 
 
 def store_refuses_nul(store: BasePydanticVectorStore) -> bool:

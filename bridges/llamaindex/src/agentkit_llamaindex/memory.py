@@ -55,8 +55,9 @@ def _native_async(retriever: BaseRetriever) -> bool:
     LlamaIndex's default ``_aretrieve`` runs the sync path on the loop. A
     VectorIndexRetriever's async path is only as good as its store's: the simple
     store's ``aquery`` runs the sync search on the loop, and a Qdrant store built
-    with a sync client only (the usual local set-up) has none at all. Its sync path
-    works on every store, so it goes to a worker thread.
+    with a sync client only (the usual local set-up) has none at all. So its sync
+    path goes to a worker thread, unless the store turns out to have no sync path
+    (see ``LlamaIndexMemory._retrieve``).
 
     ``_aretrieve`` is the hook LlamaIndex documents for retriever subclasses to
     override; comparing it with the base class's is the only way to tell whether a
@@ -442,7 +443,25 @@ class LlamaIndexMemory:
     async def _retrieve(self, call: BaseRetriever, bundle: QueryBundle) -> list[NodeWithScore]:
         if self._native:
             return await call.aretrieve(bundle)
-        return await run_blocking(call.retrieve, bundle)
+        try:
+            return await run_blocking(call.retrieve, bundle)
+        except Exception:
+            if not isinstance(call, VectorIndexRetriever):
+                raise
+            # A store with no sync path (QdrantVectorStore(aclient=...) only) shows
+            # itself here: nothing public says so beforehand (``client`` is None also
+            # for a PGVectorStore not yet connected, and a user's retriever does not
+            # show its store). A query changes nothing, so it is asked on its async
+            # path; if that answers, this source uses that path from now on, else the
+            # sync path's error stands.
+            try:
+                nodes = await call.aretrieve(bundle)
+            except Exception:
+                pass
+            else:
+                self._native = True
+                return nodes
+            raise
 
     def _items(self, nodes: list[NodeWithScore], scope: Scope) -> list[MemoryItem | None]:
         allowed = self._allowed

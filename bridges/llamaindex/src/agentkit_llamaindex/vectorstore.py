@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from llama_index.core import Settings, StorageContext, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -43,7 +43,6 @@ from agentkit_llamaindex._chroma import exact_query, is_chroma
 from agentkit_llamaindex._filters import (
     pushdown,
     store_can_filter,
-    store_needs_uuid_ids,
     store_refuses_nul,
 )
 from agentkit_llamaindex._locks import ReadWriteLock
@@ -52,8 +51,14 @@ from agentkit_llamaindex.mapping import STAMP_KEYS as ITEM_KEYS
 
 __all__ = ["LlamaIndexVectorPort"]
 
+T = TypeVar("T")
+
 # The LLM never sees the port's bookkeeping (nor the item mapping's).
 _HIDDEN = sorted({*interop.STAMP_KEYS, *ITEM_KEYS})
+# A LlamaIndex node always carries its id, so a store nobody knows keeps ids plainly;
+# known stores (Qdrant: UUIDs only) by ``agentkit.interop.id_convention``, as in the
+# LangChain port.
+_NODE_IDS = interop.IdConvention("llamaindex")
 # When ``where`` can only be applied by the re-check, the first ask is this many
 # times k, so the usual case is still one pass.
 _OVERFETCH = 4
@@ -210,7 +215,8 @@ class LlamaIndexVectorPort:
         self.index = index
         self._embed_model = embed_model if embed_model is not None else _index_embed_model(index)
         self._can_filter = store_can_filter(store) if can_filter is None else bool(can_filter)
-        self._uuid_ids = store_needs_uuid_ids(store) if uuid_ids is None else bool(uuid_ids)
+        known = interop.id_convention(store, _NODE_IDS)
+        self._uuid_ids = known.uuid if uuid_ids is None else bool(uuid_ids)
         self._distances = _returns_distances(store)
         self._no_nul = store_refuses_nul(store)
         self._approximate = is_chroma(store)
@@ -267,6 +273,27 @@ class LlamaIndexVectorPort:
             )
         return checked
 
+    async def _on_store(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread, where every store call of the port runs.
+
+        That needs the store's sync client. A store built with an async client only
+        (``QdrantVectorStore(aclient=...)``) fails there with an AttributeError on its
+        missing client; that is said plainly instead. Nothing public tells such a store
+        apart beforehand (``client`` is None also for a PGVectorStore not yet
+        connected), so it is recognised by that failure.
+        """
+        try:
+            return await run_blocking(fn, *args)
+        except AttributeError as exc:
+            if self.vector_store.client is not None:
+                raise
+            raise UnsupportedOperation(
+                f"{type(self.vector_store).__name__} has no sync client (built with an "
+                "async client only?): LlamaIndexVectorPort works through the store's sync "
+                "API in a worker thread, so build the store with client= as well "
+                "(LlamaIndexMemory reads an async-only store on its async path)"
+            ) from exc
+
     def _record_id(self, scope: Scope, chunk_id: str) -> str:
         return interop.store_id(scope, chunk_id, uuid=self._uuid_ids)
 
@@ -288,7 +315,7 @@ class LlamaIndexVectorPort:
             return
         latest: dict[str, Chunk] = {c.id: c for c in batch}  # last write of an id wins
         nodes = [self._to_node(scope, c) for c in latest.values()]
-        await run_gated(lambda gate: run_blocking(self._replace, nodes, gate))
+        await run_gated(lambda gate: self._on_store(self._replace, nodes, gate))
 
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> int | None:
         """Remove by id; unknown ids are skipped. Gated like ``upsert``.
@@ -301,9 +328,7 @@ class LlamaIndexVectorPort:
         if not wanted:
             return 0  # some stores read an empty id list as "everything"
         record_ids = list(dict.fromkeys(self._record_id(scope, i) for i in wanted))
-        return await run_gated(
-            lambda gate: run_blocking(self._delete_counted, record_ids, gate)
-        )
+        return await run_gated(lambda gate: self._on_store(self._delete_counted, record_ids, gate))
 
     def _to_node(self, scope: Scope, chunk: Chunk) -> TextNode:
         record_id = self._record_id(scope, chunk.id)
@@ -329,9 +354,7 @@ class LlamaIndexVectorPort:
             self._delete([n.node_id for n in nodes])
             self.index.insert_nodes(nodes)
 
-    def _delete_counted(
-        self, record_ids: list[str], gate: CommitGate | None = None
-    ) -> int | None:
+    def _delete_counted(self, record_ids: list[str], gate: CommitGate | None = None) -> int | None:
         """``_delete_locked`` that first counts which of ``record_ids`` are held."""
         with self._lock.write():
             if gate is not None and not gate.enter():
@@ -453,7 +476,7 @@ class LlamaIndexVectorPort:
 
         def fetcher(flt: MetadataFilters | None) -> Callable[[int], Awaitable[list[_Hit | None]]]:
             async def fetch(n: int) -> list[_Hit | None]:
-                return await run_blocking(self._query, query, embedded, n, flt)
+                return await self._on_store(self._query, query, embedded, n, flt)
 
             return fetch
 
@@ -557,10 +580,10 @@ class LlamaIndexVectorPort:
                 and matches_where(interop.strip_stamps(node.metadata), where)
             ]
 
-        record_ids = list(dict.fromkeys(await run_blocking(matching)))
+        record_ids = list(dict.fromkeys(await self._on_store(matching)))
         if not record_ids:
             return 0
-        await run_gated(lambda gate: run_blocking(self._delete_locked, record_ids, gate))
+        await run_gated(lambda gate: self._on_store(self._delete_locked, record_ids, gate))
         return len(record_ids)
 
     async def scan(
@@ -587,7 +610,7 @@ class LlamaIndexVectorPort:
                 return self._listed(scope, flt)
 
         page: list[Chunk] = []
-        for node in await run_blocking(listed):
+        for node in await self._on_store(listed):
             meta = node.metadata
             if not interop.in_scope(meta, scope):
                 continue
