@@ -24,6 +24,7 @@ UNSCOPED = Scope()
 # Scope ids that a separator, an escape, a pattern, case folding or Unicode
 # normalisation could make meet; every (scope, record id) here is its own record.
 _NFC, _NFD = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+# fmt: off
 ODD_SCOPES: tuple[tuple[Scope, str], ...] = (
     (UNSCOPED, "x"),
     (Scope("a\x1fb", "c"), "x"), (Scope("a", "b\x1fc"), "x"), (Scope("a%1Fb", "c"), "x"),
@@ -41,6 +42,7 @@ ODD_SCOPES: tuple[tuple[Scope, str], ...] = (
     (Scope("a", "b"), "c%3Ad"), (Scope("a", "b\x1fc"), "d"), (Scope("a", "b:c"), "d"),
     (Scope("a", "b/c"), "d"), (Scope("a", "b"), "x"),
 )
+# fmt: on
 # One of each look-alike couple is rewritten, the other deleted; nobody else may move.
 ODD_REWRITTEN = (1, 4, 12, 26, 28)
 ODD_DELETED = (2, 5, 13, 27, 29)

@@ -216,7 +216,7 @@ class MemorySourceTests:
                 WHERE_QUERY, k=len(WHERE_RECORDS) + 5, ctx=self._ctx(), where=dict(case.where)
             )
             got = {self.key_of(i) for i in items}
-            assert got == set(case.expected), f"where {case.name} {case.where}: {sorted(got)}"
+            assert got == set(case.expected), f"where {case.name} {case.where}: {sorted(map(str, got))}"
 
     async def test_write_read_round_trip(self, source: Any) -> None:
         """What is written comes back (key, content and, with ``filters_metadata``,
@@ -224,8 +224,10 @@ class MemorySourceTests:
         self._need_writes()
         meta = {"lang": "en", "page": 3, "draft": False, "weight": 0.5}
         await source.write(
-            [self.item(source, "alpha", _RECORDS["alpha"], meta),
-             self.item(source, "bravo", _RECORDS["bravo"], {})],
+            [
+                self.item(source, "alpha", _RECORDS["alpha"], meta),
+                self.item(source, "bravo", _RECORDS["bravo"], {}),
+            ],
             ctx=self._ctx(),
         )
         items = await source.query(RECORD_QUERY, k=10, ctx=self._ctx())
@@ -277,7 +279,8 @@ class MemorySourceTests:
         assert "globex" not in " ".join(i.content for i in acme)
         globex = await source.query(RECORD_QUERY, k=10, ctx=self._ctx(GLOBEX))
         assert [(self.key_of(i), i.content) for i in globex] == [
-            ("alpha", "kit walrus record alpha, globex edition")]
+            ("alpha", "kit walrus record alpha, globex edition")
+        ]
         assert await source.query(RECORD_QUERY, k=10, ctx=self._ctx(ACME_SALES)) == []
 
     async def test_cancellation_leaves_no_task_behind(self, source: Any) -> None:
