@@ -131,6 +131,7 @@ BAD_QUERY_ARGUMENTS: tuple[BadArgument, ...] = (
     BadArgument("query=b'bytes'", {"query": b"bytes"}, "query"),
     BadArgument("where as pairs", {"where": [("lang", "en")]}, "where"),
     BadArgument("where as text", {"where": "lang=en"}, "where"),
+    BadArgument("where with an int key", {"where": {1: "x"}}, "where"),
 )
 
 

@@ -216,7 +216,9 @@ class MemorySourceTests:
                 WHERE_QUERY, k=len(WHERE_RECORDS) + 5, ctx=self._ctx(), where=dict(case.where)
             )
             got = {self.key_of(i) for i in items}
-            assert got == set(case.expected), f"where {case.name} {case.where}: {sorted(map(str, got))}"
+            assert got == set(case.expected), (
+                f"where {case.name} {case.where}: {sorted(map(str, got))}"
+            )
 
     async def test_write_read_round_trip(self, source: Any) -> None:
         """What is written comes back (key, content and, with ``filters_metadata``,
