@@ -485,8 +485,10 @@ class VectorPortTests:
         await port.upsert([Chunk("1", "globex refund rules")], scope=GLOBEX)
         assert await self._texts(port, ACME, "refund rules") == [("1", "acme refund rules")]
         assert await self._texts(port, GLOBEX, "refund rules") == [("1", "globex refund rules")]
+        for scope in (ACME, GLOBEX):  # word search, where the port has one, agrees
+            assert await self._visible(port, scope, "refund rules") == {"1"}
         for other in (UNSCOPED, Scope("acme"), Scope(None, "support"), ACME_SALES):
-            assert await port.search("refund rules", k=5, scope=other) == [], other
+            assert await self._visible(port, other, "refund rules") == set(), other
         await port.upsert([Chunk("1", "acme refund rules, second edition")], scope=ACME)
         assert await self._texts(port, GLOBEX, "refund rules") == [("1", "globex refund rules")]
         if self.deletes:
