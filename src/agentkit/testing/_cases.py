@@ -43,6 +43,11 @@ ODD_SCOPES: tuple[tuple[Scope, str], ...] = (
     (Scope("a", "b/c"), "d"), (Scope("a", "b"), "x"),
 )
 # fmt: on
+"""(scope, record id) pairs that a naive encoding would make meet; each is its own record.
+
+Separators (``:``, ``/``, ``|``, U+001F) inside either id, their percent-escapes, NUL,
+quotes, SQL and glob wildcards, case variants, NFC and NFD spellings of one word, half
+scopes and the unscoped bucket."""
 # One of each look-alike couple is rewritten, the other deleted; nobody else may move.
 ODD_REWRITTEN = (1, 4, 12, 26, 28)
 ODD_DELETED = (2, 5, 13, 27, 29)
@@ -71,6 +76,7 @@ WHERE_RECORDS: tuple[WhereRecord, ...] = (
     WhereRecord("flag-bool", "refund policy flags", {"reviewed": True}),
     WhereRecord("flag-int", "refund policy flags too", {"reviewed": 1}),
 )
+"""The corpus the ``where`` cases select from (``WHERE_QUERY`` matches every record)."""
 
 
 def _keys(pred: Any) -> frozenset[str]:
@@ -110,6 +116,8 @@ WHERE_CASES: tuple[WhereCase, ...] = (
     WhereCase("an empty any-of matches nothing", {"lang": []}, frozenset()),
     WhereCase("no filter is everything", {}, frozenset(r.key for r in WHERE_RECORDS)),
 )
+"""Every filter both kits check, with the exact records it selects. New filter syntax
+(the operator language) lands as more rows here."""
 
 
 @dataclass(frozen=True)
