@@ -52,8 +52,8 @@ class TestVectorMemoryInMemory(MemorySourceTests):
 
 class TestVectorMemorySQLite(MemorySourceTests):
     @pytest.fixture
-    async def source(self, tmp_path: Path) -> AsyncIterator[VectorMemory]:
-        async with SQLiteVectorStore(tmp_path / "kit.db", embedder=HashingEmbedder(dim=64)) as s:
+    async def source(self, scratch: Path) -> AsyncIterator[VectorMemory]:
+        async with SQLiteVectorStore(scratch / "kit.db", embedder=HashingEmbedder(dim=64)) as s:
             yield VectorMemory(s)
 
 

@@ -23,6 +23,6 @@ class TestInMemoryVectorStore(VectorPortTests):
 
 class TestSQLiteVectorStore(VectorPortTests):
     @pytest.fixture
-    async def port(self, tmp_path: Path) -> AsyncIterator[SQLiteVectorStore]:
-        async with SQLiteVectorStore(tmp_path / "kit.db", embedder=HashingEmbedder(dim=64)) as s:
+    async def port(self, scratch: Path) -> AsyncIterator[SQLiteVectorStore]:
+        async with SQLiteVectorStore(scratch / "kit.db", embedder=HashingEmbedder(dim=64)) as s:
             yield s

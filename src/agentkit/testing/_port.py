@@ -593,8 +593,8 @@ class VectorPortTests:
                     scope=scope,
                 )
 
-        await asyncio.gather(*(writer(w, s) for w in range(5) for s in scopes))
-        want = {f"w{w}-{b}-{i}" for w in range(5) for b in range(2) for i in range(3)}
+        await asyncio.gather(*(writer(w, s) for w in range(4) for s in scopes))
+        want = {f"w{w}-{b}-{i}" for w in range(4) for b in range(2) for i in range(3)}
         for scope in scopes:
             hits = await port.search("concurrent record", k=len(want) + 10, scope=scope)
             self._matched(set(_ids(hits)), want, f"after racing writers, {scope}")
