@@ -58,11 +58,12 @@ class VectorPortTests:
         ```python
         import pytest
         from agentkit.testing import VectorPortTests
+        from agentkit.vector import HashingEmbedder
 
         class TestMyStore(VectorPortTests):
             @pytest.fixture
             async def port(self):
-                store = MyStore(embedder=HashingEmbedder(dim=64))
+                store = MyStore(embedder=HashingEmbedder(dim=64))  # your store, empty
                 yield store
                 await store.close()
         ```

@@ -58,7 +58,7 @@ class MemorySourceTests:
         class TestWikiMemory(MemorySourceTests):
             @pytest.fixture
             def source(self):
-                return WikiMemory(client=FakeWikiServer())
+                return WikiMemory(base_url=test_wiki_url)  # your source, empty
         ```
     """
 
