@@ -122,24 +122,29 @@ WHERE_CASES: tuple[WhereCase, ...] = (
 
 @dataclass(frozen=True)
 class BadArgument:
-    """A call shape every source or store must refuse, naming ``names``."""
+    """A call shape every source or store must refuse with ``error``, naming ``names``.
+
+    A value of the wrong type is a TypeError, a well-typed value out of range (``k=0``)
+    a ValueError: what ``except`` clause catches it is part of the contract.
+    """
 
     label: str
     overrides: Mapping[str, Any]
     names: str
+    error: type[Exception]
 
 
 BAD_QUERY_ARGUMENTS: tuple[BadArgument, ...] = (
-    BadArgument("k=0", {"k": 0}, "k"),
-    BadArgument("k=-1", {"k": -1}, "k"),
-    BadArgument("k='3'", {"k": "3"}, "k"),
-    BadArgument("k=True", {"k": True}, "k"),
-    BadArgument("k=2.0", {"k": 2.0}, "k"),
-    BadArgument("query=None", {"query": None}, "query"),
-    BadArgument("query=b'bytes'", {"query": b"bytes"}, "query"),
-    BadArgument("where as pairs", {"where": [("lang", "en")]}, "where"),
-    BadArgument("where as text", {"where": "lang=en"}, "where"),
-    BadArgument("where with an int key", {"where": {1: "x"}}, "where"),
+    BadArgument("k=0", {"k": 0}, "k", ValueError),
+    BadArgument("k=-1", {"k": -1}, "k", ValueError),
+    BadArgument("k='3'", {"k": "3"}, "k", TypeError),
+    BadArgument("k=True", {"k": True}, "k", TypeError),
+    BadArgument("k=2.0", {"k": 2.0}, "k", TypeError),
+    BadArgument("query=None", {"query": None}, "query", TypeError),
+    BadArgument("query=b'bytes'", {"query": b"bytes"}, "query", TypeError),
+    BadArgument("where as pairs", {"where": [("lang", "en")]}, "where", TypeError),
+    BadArgument("where as text", {"where": "lang=en"}, "where", TypeError),
+    BadArgument("where with an int key", {"where": {1: "x"}}, "where", TypeError),
 )
 
 

@@ -332,14 +332,15 @@ class VectorPortTests:
     async def test_bad_arguments_are_refused_by_name_before_anything_changes(
         self, port: Any
     ) -> None:
-        """Bad ``k``/``query``/``where``/``scope``/``chunks``/``ids`` raise a TypeError or
-        ValueError naming the argument, and what was stored stays as it was."""
+        """Bad ``k``/``query``/``where``/``scope``/``chunks``/``ids`` are refused naming the
+        argument (a wrong type with TypeError, ``k`` of 0 or below with ValueError), and
+        what was stored stays as it was."""
         await port.upsert([Chunk("kept", "a record that must survive")], scope=self.home)
         before = await self._everything(port, self.home)
         good: dict[str, Any] = {"query": "record", "k": 2, "scope": self.home}
         for bad in BAD_QUERY_ARGUMENTS:
             call = {**good, **bad.overrides}
-            with pytest.raises((TypeError, ValueError)) as caught:
+            with pytest.raises(bad.error) as caught:
                 await port.search(call.pop("query"), **call)
             assert names(caught.value, bad.names), f"{bad.label}: {caught.value}"
         with pytest.raises(TypeError) as caught:

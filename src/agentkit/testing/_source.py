@@ -165,13 +165,14 @@ class MemorySourceTests:
             assert sorted(map(str, everything)) == sorted(_RECORDS), "k=100 lost records"
 
     async def test_bad_arguments_are_refused_by_name(self, source: Any) -> None:
-        """Bad ``k`` (0 and negative included), ``query``, ``where`` or ``ctx`` raise a
-        TypeError or ValueError naming the argument; a bad write batch stores nothing."""
+        """Bad ``k``, ``query``, ``where`` or ``ctx`` are refused naming the argument: a
+        wrong type with TypeError, ``k`` of 0 or below with ValueError (the table is
+        ``BAD_QUERY_ARGUMENTS``); a bad write batch stores nothing."""
         query = await self._seed(source, ["alpha"])
         good: dict[str, Any] = {"query": query, "k": 2, "ctx": self._ctx()}
         for bad in BAD_QUERY_ARGUMENTS:
             call = {**good, **bad.overrides}
-            with pytest.raises((TypeError, ValueError)) as caught:
+            with pytest.raises(bad.error) as caught:
                 await source.query(call.pop("query"), **call)
             assert names(caught.value, bad.names), f"{bad.label}: {caught.value}"
         before = await self._keys(source, query)
