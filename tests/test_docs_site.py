@@ -30,6 +30,7 @@ PAGES = {
     "agentkit_langchain": "api/langchain.html",
     "agentkit_llamaindex": "api/llamaindex.html",
     "agentkit.interop": "api/interop.html",
+    "agentkit.testing": "api/testing.html",
 }
 # Exported lazily (module __getattr__), so documented under their defining module.
 LAZY = {

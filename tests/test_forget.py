@@ -81,34 +81,6 @@ async def test_every_store_is_a_forgetting_port(store: Any) -> None:
     assert isinstance(store, ForgettingPort)
 
 
-async def test_delete_returns_exact_count(store: Any) -> None:
-    await fill(store)
-    await visible(store, ACME)  # a warm cache must not hide the delete
-    assert await store.delete(["c00", "c01", "c01", "unknown"], scope=ACME) == 2
-    assert await store.delete(["c00"], scope=ACME) == 0
-    assert await store.delete([], scope=ACME) == 0
-    left = await visible(store, ACME)
-    assert len(left) == 10 and not {"c00", "c01"} & left
-    assert await store.count(scope=GLOBEX) == 12
-    assert {"c00", "c01"} <= await visible(store, GLOBEX)
-
-
-async def test_delete_where_follows_the_search_rule(store: Any) -> None:
-    await fill(store)
-    await store.upsert(
-        [Chunk("flag", "walrus flag", {"doc_id": True}), Chunk("one", "walrus one", {"doc_id": 1})],
-        scope=ACME,
-    )
-    await visible(store, ACME)
-    # any-of list; True is not 1; a record without the key never matches
-    assert await store.delete_where({"doc_id": ["d1", 1]}, scope=ACME) == 5
-    left = await visible(store, ACME)
-    assert "one" not in left and "flag" in left
-    assert not any(i in left for i in ("c01", "c04", "c07", "c10"))
-    assert await store.delete_where({"doc_id": "d1"}, scope=ACME) == 0
-    assert await store.count(scope=GLOBEX) == 12
-
-
 async def test_delete_where_judges_every_page_of_a_scope(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -133,53 +105,6 @@ async def test_delete_where_judges_every_page_of_a_scope(
         assert await store.count(scope=GLOBEX) == len(ids)
         assert await store.delete_where({"doc_id": "d0"}, scope=ACME) == 6
         assert await store.count(scope=ACME) == 0
-
-
-@pytest.mark.parametrize("where", [{}, None])
-async def test_delete_where_refuses_an_empty_filter(store: Any, where: Any) -> None:
-    await fill(store)
-    with pytest.raises(InvalidArgument, match="delete_scope"):
-        await store.delete_where(where, scope=ACME)
-    assert await store.count(scope=ACME) == 12
-
-
-async def test_delete_scope_leaves_other_scopes(store: Any) -> None:
-    await fill(store)
-    await visible(store, ACME)
-    assert await store.delete_scope(scope=ACME) == 12
-    assert await store.delete_scope(scope=ACME) == 0
-    assert await visible(store, ACME) == set()
-    assert await visible(store, GLOBEX) == {c.id for c in corpus()}
-    assert await store.delete_scope(scope=Scope("nobody", "here")) == 0
-
-
-async def test_scan_pages_by_id(store: Any) -> None:
-    await fill(store)
-    await store.upsert([Chunk("Z", "capital first"), Chunk("é", "accent last")], scope=ACME)
-    seen: list[str] = []
-    after = None
-    while page := await store.scan(scope=ACME, after=after, limit=5):
-        assert len(page) <= 5
-        seen.extend(c.id for c in page)
-        after = page[-1].id
-    assert seen == sorted([c.id for c in corpus()] + ["Z", "é"])
-    first = await store.scan(scope=ACME, where={"doc_id": "d2"}, limit=2)
-    assert [c.id for c in first] == ["c02", "c05"]
-    rest = await store.scan(scope=ACME, where={"doc_id": "d2"}, after="c05")
-    assert [(c.id, c.text, c.metadata["i"]) for c in rest] == [
-        ("c08", "walrus note 8 about tusks", 8),
-        ("c11", "walrus note 11 about tusks", 11),
-    ]
-    assert await store.scan(scope=Scope("nobody", "here")) == []
-
-
-async def test_scan_refuses_bad_arguments(store: Any) -> None:
-    with pytest.raises(InvalidArgument):
-        await store.scan(scope=ACME, limit=0)
-    with pytest.raises(InvalidArgumentType):
-        await store.scan(scope=ACME, limit=True)
-    with pytest.raises(InvalidArgumentType):
-        await store.scan(scope=ACME, after=5)
 
 
 # Ids holding every LIKE and GLOB wildcard: a prefix must match them as plain text.

@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pytest
 
 import agentkit.vector.in_memory as in_memory
-from agentkit.kernel import InvalidArgument, InvalidArgumentType, Scope
+from agentkit.kernel import InvalidArgument, Scope
 from agentkit.vector import Chunk, HashingEmbedder, InMemoryVectorStore, VectorPort
 
 A = Scope("acme", "support")
@@ -38,79 +38,9 @@ def test_is_a_vector_port_with_hashing_default() -> None:
     assert isinstance(store.embedder, HashingEmbedder)
 
 
-async def test_search_returns_scored_chunks_best_first() -> None:
-    store = await store_with_docs()
-    hits = await store.search("refunds within 30 days", k=3, scope=A)
-    assert len(hits) == 3
-    assert hits[0][1].id == "1"
-    scores = [s for s, _ in hits]
-    assert scores == sorted(scores, reverse=True)
-    assert all(type(s) is float for s in scores)
-    assert hits[0][1] == DOCS[0]
-
-
 async def test_k_larger_than_the_bucket_returns_everything() -> None:
     store = await store_with_docs()
     assert len(await store.search("x", k=10**9, scope=A)) == len(DOCS)
-
-
-async def test_other_scopes_are_never_visible() -> None:
-    store = await store_with_docs(A)
-    assert await store.search("refunds", k=10, scope=B) == []
-    assert await store.search("refunds", k=10, scope=Scope("acme", None)) == []
-    assert await store.search("refunds", k=10, scope=Scope()) == []
-
-
-async def test_same_id_in_two_scopes_is_two_records() -> None:
-    store = InMemoryVectorStore()
-    await store.upsert([Chunk("x", "alpha from A")], scope=A)
-    await store.upsert([Chunk("x", "beta from B")], scope=B)
-    assert [c.text for _, c in await store.search("alpha", k=5, scope=A)] == ["alpha from A"]
-    assert [c.text for _, c in await store.search("alpha", k=5, scope=B)] == ["beta from B"]
-    await store.delete(["x"], scope=B)
-    assert await store.count(scope=A) == 1
-    assert await store.count(scope=B) == 0
-
-
-async def test_empty_string_ids_are_the_unset_scope() -> None:
-    store = InMemoryVectorStore()
-    await store.upsert([Chunk("1", "shared bucket")], scope=Scope("", ""))
-    assert len(await store.search("shared", k=1, scope=Scope(None, None))) == 1
-
-
-async def test_upsert_replaces_by_id_within_the_scope() -> None:
-    store = await store_with_docs()
-    await store.upsert([Chunk("2", "shipping is now next day", {"v": 2})], scope=A)
-    assert await store.count(scope=A) == len(DOCS)
-    hits = await store.search("shipping next day", k=1, scope=A)
-    assert hits[0][1] == Chunk("2", "shipping is now next day", {"v": 2})
-
-
-async def test_last_copy_of_an_id_within_one_batch_wins() -> None:
-    store = InMemoryVectorStore()
-    await store.upsert([Chunk("d", "first"), Chunk("d", "second")], scope=A)
-    assert [c.text for _, c in await store.search("second", k=5, scope=A)] == ["second"]
-
-
-async def test_where_filters_before_the_top_k_cut() -> None:
-    # 40 strong matches without the tag, 3 weak ones with it: a post-filter on the top 3
-    # would return nothing.
-    store = InMemoryVectorStore()
-    strong = [Chunk(f"s{i}", "refund refund policy", {"tier": "free"}) for i in range(40)]
-    weak = [Chunk(f"w{i}", f"unrelated text {i} refund", {"tier": "gold"}) for i in range(3)]
-    await store.upsert(strong + weak, scope=A)
-    hits = await store.search("refund policy", k=3, scope=A, where={"tier": "gold"})
-    assert sorted(c.id for _, c in hits) == ["w0", "w1", "w2"]
-
-
-async def test_where_semantics_any_of_and_missing_keys() -> None:
-    store = await store_with_docs()
-    both = await store.search("30", k=10, scope=A, where={"lang": ["en", "fr"], "topic": "billing"})
-    assert sorted(c.id for _, c in both) == ["1", "3"]
-    # Chunk 4 has no topic: absence never satisfies a filter.
-    none = await store.search("refund", k=10, scope=A, where={"topic": ("billing", "shipping")})
-    assert "4" not in {c.id for _, c in none}
-    assert await store.search("refund", k=10, scope=A, where={"lang": "de"}) == []
 
 
 async def test_delete_keeps_every_other_record_findable() -> None:
@@ -128,14 +58,6 @@ async def test_delete_keeps_every_other_record_findable() -> None:
             assert hits[0][1].text == f"document {i} word{i}"
 
 
-async def test_delete_in_one_scope_leaves_others_alone() -> None:
-    store = await store_with_docs(A)
-    await store.upsert(DOCS, scope=B)
-    await store.delete([c.id for c in DOCS], scope=B)
-    assert await store.count(scope=A) == len(DOCS)
-    assert await store.count() == len(DOCS)
-
-
 async def test_caller_mutation_never_reaches_the_store() -> None:
     meta: dict[str, Any] = {"tags": ["a"], "lang": "en"}
     store = InMemoryVectorStore()
@@ -147,54 +69,6 @@ async def test_caller_mutation_never_reaches_the_store() -> None:
     got.metadata["tags"].append("c")  # type: ignore[index]
     ((_, again),) = await store.search("hello", k=1, scope=A)
     assert again.metadata == {"tags": ["a"], "lang": "en"}
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "name"),
-    [
-        ({"k": 0}, InvalidArgument, "k"),
-        ({"k": -1}, InvalidArgument, "k"),
-        ({"k": "3"}, InvalidArgumentType, "k"),
-        ({"k": True}, InvalidArgumentType, "k"),
-        ({"k": 2.0}, InvalidArgumentType, "k"),
-        ({"query": b"bytes"}, InvalidArgumentType, "query"),
-        ({"query": None}, InvalidArgumentType, "query"),
-        ({"where": [("lang", "en")]}, InvalidArgumentType, "where"),
-        ({"where": {1: "x"}}, InvalidArgumentType, "where"),
-        ({"scope": ("acme", "support")}, InvalidArgumentType, "scope"),
-    ],
-)
-async def test_bad_search_arguments_are_named(
-    kwargs: dict[str, Any], error: type, name: str
-) -> None:
-    store = await store_with_docs()
-    call: dict[str, Any] = {"query": "refund", "k": 2, "scope": A, **kwargs}
-    with pytest.raises(error, match=name):
-        await store.search(call.pop("query"), **call)
-
-
-@pytest.mark.parametrize(
-    ("chunks", "scope"),
-    [
-        ("not chunks", A),
-        ([Chunk("1", "ok"), {"id": "2", "text": "dict"}], A),
-        ([Chunk("1", "ok")], None),
-    ],
-)
-async def test_bad_upserts_store_nothing(chunks: Any, scope: Any) -> None:
-    store = await store_with_docs()
-    with pytest.raises(InvalidArgumentType):
-        await store.upsert(chunks, scope=scope)
-    assert await store.count(scope=A) == len(DOCS)
-
-
-async def test_bad_delete_ids_are_refused() -> None:
-    store = await store_with_docs()
-    with pytest.raises(InvalidArgumentType, match="ids"):
-        await store.delete("1", scope=A)  # a str is a sequence of ids "1"... refused
-    with pytest.raises(InvalidArgumentType, match="ids"):
-        await store.delete([1], scope=A)  # type: ignore[list-item]
-    assert await store.count(scope=A) == len(DOCS)
 
 
 class _BrokenEmbedder:

@@ -79,27 +79,6 @@ async def test_upsert_replaces_text_metadata_vector_and_words(db: Path) -> None:
         await store.close()
 
 
-async def test_same_id_in_two_scopes_stays_apart(db: Path) -> None:
-    async with SQLiteVectorStore(db, embedder=HashingEmbedder()) as store:
-        await store.upsert([Chunk("x", "acme secret plan", {"t": "a"})], scope=ACME)
-        await store.upsert([Chunk("x", "globex public notes", {"t": "g"})], scope=GLOBEX)
-        [(_, a)] = await store.search("plan", k=5, scope=ACME)
-        [(_, g)] = await store.search("plan", k=5, scope=GLOBEX)
-        assert (a.text, g.text) == ("acme secret plan", "globex public notes")
-        assert await store.lexical_search("secret", k=5, scope=GLOBEX) == []
-        assert await store.search("secret", k=5, scope=Scope()) == []
-        await store.delete(["x"], scope=GLOBEX)
-        assert await store.count(scope=ACME) == 1
-        assert await store.count(scope=GLOBEX) == 0
-        assert await store.count() == 1
-
-
-async def test_unset_scope_spellings_share_one_bucket(db: Path) -> None:
-    async with SQLiteVectorStore(db, embedder=HashingEmbedder()) as store:
-        await store.upsert([Chunk("a", "alpha")], scope=Scope("", ""))
-        assert [c.id for _, c in await store.search("alpha", k=1, scope=Scope())] == ["a"]
-
-
 async def test_where_filters_dense_and_lexical(db: Path) -> None:
     store = await filled(db)
     try:

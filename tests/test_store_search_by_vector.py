@@ -41,25 +41,6 @@ async def store(
     await made.close()
 
 
-async def test_by_vector_ranks_as_search_does(
-    store: InMemoryVectorStore | SQLiteVectorStore,
-) -> None:
-    vector = (await store.embedder.embed(["sweet pears"]))[0]  # type: ignore[union-attr]
-    by_text = await store.search("sweet pears", k=3, scope=ACME)
-    by_vector = await store.search_by_vector(vector * 5.0, k=3, scope=ACME)
-    assert [c.id for _, c in by_vector] == [c.id for _, c in by_text]
-    assert [s for s, _ in by_vector] == pytest.approx([s for s, _ in by_text], abs=1e-5)
-
-
-async def test_by_vector_filters_and_stays_in_scope(
-    store: InMemoryVectorStore | SQLiteVectorStore,
-) -> None:
-    vector = (await store.embedder.embed(["apples"]))[0]  # type: ignore[union-attr]
-    hits = await store.search_by_vector(vector, k=3, scope=ACME, where={"kind": "vehicle"})
-    assert [c.id for _, c in hits] == ["b"]
-    assert await store.search_by_vector(vector, k=3, scope=GLOBEX) == []
-
-
 async def test_by_vector_refuses_wrong_width(
     store: InMemoryVectorStore | SQLiteVectorStore,
 ) -> None:

@@ -75,18 +75,6 @@ async def test_source_is_stamped_with_the_instance_name() -> None:
     assert [i.source for i in items] == ["kb"]
 
 
-async def test_scope_is_the_tenant_key_on_every_call() -> None:
-    memory, _store = await seeded()
-    assert await memory.query("refunds", k=5, ctx=ctx("globex")) == []
-    assert await memory.query("refunds", k=5, ctx=Ctx()) == []
-    port = RecordingPort()
-    vm = VectorMemory(port)
-    await vm.query("q", k=2, ctx=ctx("o", "d"))
-    await vm.write([MemoryItem("x", "user")], ctx=ctx("o", "d"))
-    assert port.searches[0]["scope"] == Scope("o", "d")
-    assert port.upserts[0][1] == Scope("o", "d")
-
-
 async def test_call_where_merges_over_constructor_where_and_wins() -> None:
     port = RecordingPort()
     vm = VectorMemory(port, where={"lang": "en", "topic": "billing"})
@@ -103,16 +91,6 @@ async def test_where_filters_on_written_metadata() -> None:
     assert [i.id for i in items] == ["s1"]
     wired = VectorMemory(memory.vector, where={"topic": "billing"})
     assert [i.id for i in await wired.query("takes days", k=5, ctx=ctx())] == ["r1"]
-
-
-async def test_writing_a_recalled_item_back_updates_its_row() -> None:
-    memory, store = await seeded()
-    (item,) = await memory.query("refunds", k=1, ctx=ctx())
-    edited = MemoryItem("refunds take 14 days", item.source, item.score, item.metadata, id=item.id)
-    await memory.write([edited], ctx=ctx())
-    assert await store.count(scope=Scope("acme", "support")) == 2
-    (again,) = await memory.query("refunds", k=1, ctx=ctx())
-    assert (again.id, again.content) == ("r1", "refunds take 14 days")
 
 
 async def test_an_id_from_another_source_never_overwrites_a_row() -> None:

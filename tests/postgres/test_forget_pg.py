@@ -13,10 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agentkit.kernel import Ctx, Scope
-from agentkit.kernel.errors import InvalidArgument
 from agentkit.state.memory import CachedMemory, VectorMemory
 from agentkit.vector import Chunk
 from agentkit.vector.postgres import PostgresVectorStore
@@ -44,43 +41,6 @@ async def visible(store: PostgresVectorStore, scope: Scope) -> tuple[set[str], s
     return dense, words
 
 
-async def test_delete_counts_and_clears_both_indexes(store: PostgresVectorStore) -> None:
-    await fill(store)
-    assert await store.delete(["c00", "c01", "c01", "nope"], scope=ACME) == 2
-    assert await store.delete(["c00"], scope=ACME) == 0
-    dense, words = await visible(store, ACME)
-    assert "c00" not in dense | words and "c01" not in dense | words
-    assert len(dense) == len(words) == 10
-    assert await store.count(scope=GLOBEX) == 12  # same ids, other tenant: untouched
-
-
-async def test_delete_where_rechecks_every_row(store: PostgresVectorStore) -> None:
-    await fill(store)
-    await store.upsert(
-        [Chunk("flag", "walrus flag", {"doc_id": True}), Chunk("one", "walrus one", {"doc_id": 1})],
-        scope=ACME,
-    )
-    assert await store.delete_where({"doc_id": ["d1", 1]}, scope=ACME) == 5
-    left = {c.id for c in await store.scan(scope=ACME)}
-    assert "one" not in left and "flag" in left  # True is not 1
-    assert not any(c.metadata.get("doc_id") == "d1" for c in await store.scan(scope=ACME))
-    dense, words = await visible(store, ACME)
-    assert dense == words == left
-    assert await store.count(scope=GLOBEX) == 12
-    with pytest.raises(InvalidArgument, match="delete_scope"):
-        await store.delete_where({}, scope=ACME)
-    assert await store.count(scope=ACME) == len(left)
-
-
-async def test_delete_scope_leaves_other_scopes(store: PostgresVectorStore) -> None:
-    await fill(store)
-    assert await store.delete_scope(scope=ACME) == 12
-    assert await store.delete_scope(scope=ACME) == 0
-    assert await visible(store, ACME) == (set(), set())
-    assert await store.count(scope=GLOBEX) == 12
-    assert len((await visible(store, GLOBEX))[1]) == 12
-
-
 async def test_another_pool_sees_the_delete_at_once(
     make_store: Callable[..., PostgresVectorStore],
 ) -> None:
@@ -90,21 +50,6 @@ async def test_another_pool_sees_the_delete_at_once(
     await writer.delete_where({"i": 5}, scope=ACME)
     dense, words = await visible(reader, ACME)
     assert "c05" not in dense and "c05" not in words
-
-
-async def test_scan_pages_cover_every_record_once(store: PostgresVectorStore) -> None:
-    await fill(store)
-    seen: list[str] = []
-    after = None
-    while page := await store.scan(scope=ACME, after=after, limit=5):
-        seen.extend(c.id for c in page)
-        after = page[-1].id
-    assert seen == sorted(c.id for c in corpus())
-    filtered = await store.scan(scope=ACME, where={"doc_id": "d2"}, limit=2)
-    assert [c.id for c in filtered] == ["c02", "c05"]
-    rest = await store.scan(scope=ACME, where={"doc_id": "d2"}, after="c05")
-    assert [c.id for c in rest] == ["c08", "c11"]
-    assert rest[0].text == "walrus note 8 about tusks" and rest[0].metadata["i"] == 8
 
 
 async def test_stats_per_scope(store: PostgresVectorStore) -> None:

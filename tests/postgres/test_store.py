@@ -43,43 +43,6 @@ async def test_search_returns_cosine_similarity_best_first(store: PostgresVector
     assert hits[0][1] == DOCS[2]  # text and metadata come back exactly
 
 
-async def test_upsert_replaces_by_id_and_last_copy_in_a_batch_wins(
-    store: PostgresVectorStore,
-) -> None:
-    await store.upsert(DOCS, scope=ACME)
-    await store.upsert(
-        [Chunk("c1", "first draft", {"v": 1}), Chunk("c1", "a brand new text", {"v": 2})],
-        scope=ACME,
-    )
-    assert await store.count(scope=ACME) == 4
-    hits = await store.search("a brand new text", k=1, scope=ACME)
-    assert hits[0][1] == Chunk("c1", "a brand new text", {"v": 2})
-
-
-async def test_tenants_share_ids_without_touching_each_other(store: PostgresVectorStore) -> None:
-    await store.upsert([Chunk("same", "acme private roadmap", {"t": "a"})], scope=ACME)
-    await store.upsert([Chunk("same", "globex private roadmap", {"t": "g"})], scope=GLOBEX)
-    a = await store.search("private roadmap", k=10, scope=ACME)
-    g = await store.search("private roadmap", k=10, scope=GLOBEX)
-    assert [c.text for _, c in a] == ["acme private roadmap"]
-    assert [c.text for _, c in g] == ["globex private roadmap"]
-    lex = await store.lexical_search("roadmap", k=10, scope=GLOBEX)
-    assert [c.text for _, c in lex] == ["globex private roadmap"]
-    # A half-set scope and the empty scope are buckets of their own.
-    assert await store.search("roadmap", k=10, scope=Scope("acme")) == []
-    assert await store.search("roadmap", k=10, scope=Scope()) == []
-    await store.delete(["same"], scope=ACME)
-    assert await store.count(scope=ACME) == 0
-    assert await store.count(scope=GLOBEX) == 1
-    assert await store.count() == 1
-
-
-async def test_empty_string_ids_are_the_unset_bucket(store: PostgresVectorStore) -> None:
-    await store.upsert([Chunk("x", "unscoped note")], scope=Scope("", ""))
-    assert [c.id for _, c in await store.search("note", k=3, scope=Scope())] == ["x"]
-    assert await store.count(scope=Scope(None, None)) == 1
-
-
 @pytest.mark.parametrize(
     ("where", "expected"),
     [

@@ -32,35 +32,6 @@ def test_is_a_vector_port() -> None:
         LlamaIndexVectorPort(object())  # type: ignore[arg-type]
 
 
-async def test_update_in_place_by_id() -> None:
-    mem = VectorMemory(_port(), name="kb")
-    await mem.write([MemoryItem("the sky is green", "user", metadata={"id": "fact-1"})], ctx=ACME)
-    [recalled] = await mem.query("sky colour", k=3, ctx=ACME)
-    assert recalled.id == "fact-1" and recalled.source == "kb"
-    # read, modify, write back: the same row changes, no second copy appears
-    await mem.write([dataclasses.replace(recalled, content="the sky is blue")], ctx=ACME)
-    items = await mem.query("sky", k=5, ctx=ACME)
-    assert [(i.id, i.content) for i in items] == [("fact-1", "the sky is blue")]
-
-
-async def test_two_tenants_with_the_same_ids_never_collide() -> None:
-    index = VectorStoreIndex([])
-    mem = VectorMemory(LlamaIndexVectorPort(index), name="kb")
-    await mem.write([MemoryItem("acme secret plan", "x", metadata={"id": "1"})], ctx=ACME)
-    await mem.write([MemoryItem("globex secret plan", "x", metadata={"id": "1"})], ctx=GLOBEX)
-    acme = await mem.query("secret plan", k=5, ctx=ACME)
-    globex = await mem.query("secret plan", k=5, ctx=GLOBEX)
-    assert [(i.id, i.content) for i in acme] == [("1", "acme secret plan")]
-    assert [(i.id, i.content) for i in globex] == [("1", "globex secret plan")]
-    assert await mem.query("secret plan", k=5, ctx=Ctx()) == []
-    # the scope keys never reach the items
-    assert all(not k.startswith("agentkit_") for i in acme + globex for k in i.metadata)
-    # deleting one tenant's "1" leaves the other's alone
-    await LlamaIndexVectorPort(index).delete(["1"], scope=ACME.scope)
-    assert await mem.query("secret plan", k=5, ctx=ACME) == []
-    assert len(await mem.query("secret plan", k=5, ctx=GLOBEX)) == 1
-
-
 async def test_where_is_pushed_down_and_rechecked() -> None:
     port = _port()
     await port.upsert(
@@ -270,26 +241,6 @@ def _faiss() -> Real:
 
 FILTERING = {"simple": _simple, "chroma": _chroma, "qdrant": _qdrant}
 EVERY = {**FILTERING, "faiss": _faiss}
-
-
-@pytest.mark.parametrize("make", FILTERING.values(), ids=list(FILTERING))
-async def test_scopes_that_a_separator_could_join_never_meet(make: Any) -> None:
-    real = make()
-    port = real.port
-    left, right = Scope("a\x1fb", "c"), Scope("a", "b\x1fc")
-    await port.upsert([Chunk("1", "left secret plan")], scope=left)
-    await port.upsert([Chunk("1", "right secret plan")], scope=right)
-    assert real.count() == 2
-    assert [(c.id, c.text) for _, c in await port.search("secret plan", k=5, scope=left)] == [
-        ("1", "left secret plan")
-    ]
-    await port.upsert([Chunk("1", "right plan, revised")], scope=right)
-    await port.delete(["1"], scope=left)
-    assert await port.search("secret plan", k=5, scope=left) == []
-    assert [(c.id, c.text) for _, c in await port.search("plan", k=5, scope=right)] == [
-        ("1", "right plan, revised")
-    ]
-    assert real.count() == 1
 
 
 @pytest.mark.parametrize("make", EVERY.values(), ids=list(EVERY))

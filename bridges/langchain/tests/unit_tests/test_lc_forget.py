@@ -1,6 +1,7 @@
-"""Forgetting through LangChainVectorPort: exact counts, one tenant only, where the store
-can list its records (InMemoryVectorStore, Chroma, Qdrant, FAISS); a clear refusal where
-it cannot."""
+"""Forgetting through LangChainVectorPort: VectorMemory.forget over it, and a clear
+refusal where the store cannot list. Exact counts, one tenant only, on InMemoryVectorStore,
+Chroma, Qdrant and FAISS are agentkit.testing's VectorPortTests, run on every pair in
+tests/interop/test_port_contract.py."""
 
 from __future__ import annotations
 
@@ -12,19 +13,14 @@ from typing import Any
 os.environ["ANONYMIZED_TELEMETRY"] = "False"  # read when chromadb builds its settings
 
 import chromadb
-import faiss
 import pytest
 from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
 from langchain_chroma import Chroma
-from langchain_community.docstore.in_memory import InMemoryDocstore
-from langchain_community.vectorstores import FAISS
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
-from langchain_qdrant import QdrantVectorStore
-from qdrant_client import QdrantClient, models
 
 from agentkit.kernel import Ctx, Scope
-from agentkit.kernel.errors import InvalidArgument, UnsupportedOperation
+from agentkit.kernel.errors import UnsupportedOperation
 from agentkit.state.memory import VectorMemory
 from agentkit.vector import Chunk, HashingEmbedder
 
@@ -37,30 +33,9 @@ def _embeddings() -> AgentkitEmbeddings:
     return AgentkitEmbeddings(HashingEmbedder(dim=DIM))
 
 
-def _in_memory() -> VectorStore:
-    return InMemoryVectorStore(_embeddings())
-
-
 def _chroma() -> VectorStore:
     return Chroma(collection_name="f" + uuid.uuid4().hex, client=chromadb.EphemeralClient(),
                   embedding_function=_embeddings())
-
-
-def _qdrant() -> VectorStore:
-    client = QdrantClient(":memory:")
-    client.create_collection(
-        "docs", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
-    )
-    return QdrantVectorStore(client=client, collection_name="docs", embedding=_embeddings())
-
-
-def _faiss() -> VectorStore:
-    return FAISS(
-        embedding_function=_embeddings(),
-        index=faiss.IndexFlatL2(DIM),
-        docstore=InMemoryDocstore(),
-        index_to_docstore_id={},
-    )
 
 
 class Unlistable(VectorStore):
@@ -104,27 +79,6 @@ def corpus() -> list[Chunk]:
 
 async def ids(port: LangChainVectorPort, scope: Scope) -> set[str]:
     return {c.id for _, c in await port.search("walrus tusks", k=50, scope=scope)}
-
-
-@pytest.mark.parametrize(
-    "make", [_in_memory, _chroma, _qdrant, _faiss], ids=["in_memory", "chroma", "qdrant", "faiss"]
-)
-async def test_delete_where_and_scope_count_exactly(make: Callable[[], VectorStore]) -> None:
-    port = LangChainVectorPort(make())
-    for scope in (ACME, GLOBEX, Scope()):
-        await port.upsert(corpus(), scope=scope)
-    assert await port.delete(["c0", "c0", "nope"], scope=ACME) == 1
-    assert await port.delete(["c0"], scope=ACME) == 0
-    assert await port.delete_where({"doc": "d1"}, scope=ACME) == 3
-    assert await port.delete_where({"doc": ["d1", "d2"], "i": [5, 8]}, scope=ACME) == 2
-    assert await ids(port, ACME) == {"c2", "c3", "c6"}
-    with pytest.raises(InvalidArgument):
-        await port.delete_where({}, scope=ACME)
-    assert await port.delete_scope(scope=ACME) == 3
-    assert await ids(port, ACME) == set()
-    assert await ids(port, GLOBEX) == {c.id for c in corpus()}
-    assert await port.delete_scope(scope=Scope()) == 9  # the unscoped bucket, alone
-    assert len(await ids(port, GLOBEX)) == 9
 
 
 async def test_vector_memory_forgets_through_the_port() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -145,51 +144,6 @@ def _count_searches(store: VectorStore) -> list[int]:
 # --- on every real store ---------------------------------------------------------------
 
 
-async def test_update_in_place_by_id(store: VectorStore) -> None:
-    mem = VectorMemory(LangChainVectorPort(store))
-    await mem.write([MemoryItem("the cat sat on the mat", "x", metadata={"id": "c1"})], ctx=ACME)
-    await mem.write([MemoryItem("dogs bark at night", "x", metadata={"id": "c2"})], ctx=ACME)
-    [hit] = await mem.query("cat mat", k=1, ctx=ACME)
-    assert (hit.id, hit.source) == ("c1", "vector")
-    await mem.write([dataclasses.replace(hit, content="the cat sat on the sofa")], ctx=ACME)
-    hits = await mem.query("cat", k=5, ctx=ACME)
-    assert sorted(h.content for h in hits) == ["dogs bark at night", "the cat sat on the sofa"]
-    assert _count(store) == 2  # replaced, not duplicated (FAISS has no upsert of its own)
-
-
-async def test_relevance_scores_are_higher_for_better_matches(store: VectorStore) -> None:
-    mem = VectorMemory(LangChainVectorPort(store))
-    texts = ["alpha beta gamma", "alpha beta", "delta epsilon", "zeta eta theta"]
-    await mem.write([MemoryItem(t, "x") for t in texts], ctx=ACME)
-    hits = await mem.query("alpha beta gamma", k=4, ctx=ACME)
-    assert hits[0].content == "alpha beta gamma"
-    scores = [h.score for h in hits]
-    assert all(type(s) is float and math.isfinite(s) for s in scores)
-    assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
-
-
-async def test_two_tenants_share_a_store_and_an_id_without_touching(store: VectorStore) -> None:
-    mem = VectorMemory(LangChainVectorPort(store))
-    await mem.write(
-        [MemoryItem("acme pricing plan", "x", metadata={"tier": "gold", "id": "1"})], ctx=ACME
-    )
-    await mem.write(
-        [MemoryItem("evil pricing plan", "x", metadata={"tier": "gold", "id": "1"})], ctx=EVIL
-    )
-    acme = await mem.query("pricing plan", k=5, ctx=ACME)
-    evil = await mem.query("pricing plan", k=5, ctx=EVIL)
-    assert [(h.content, h.id) for h in acme] == [("acme pricing plan", "1")]
-    assert [(h.content, h.id) for h in evil] == [("evil pricing plan", "1")]
-    assert dict(acme[0].metadata) == {"tier": "gold"}  # scope keys never read back
-    assert await mem.query("pricing plan", k=5, ctx=Ctx()) == []
-    await mem.write([dataclasses.replace(acme[0], content="acme new plan")], ctx=ACME)
-    assert [h.content for h in await mem.query("plan", k=5, ctx=EVIL)] == ["evil pricing plan"]
-    port = LangChainVectorPort(store)
-    await port.delete(["1"], scope=ACME.scope)
-    assert await mem.query("plan", k=5, ctx=ACME) == []
-    assert len(await mem.query("plan", k=5, ctx=EVIL)) == 1
-
-
 async def test_where_is_pushed_down_and_rechecked(store: VectorStore) -> None:
     mem = VectorMemory(LangChainVectorPort(store))
     langs = ["en", "de", "en", "fr", "de"]
@@ -208,33 +162,6 @@ async def test_where_is_pushed_down_and_rechecked(store: VectorStore) -> None:
     mixed = await mem.query("cats", k=5, ctx=ACME, where={"lang": ["fr", 7]})
     assert [h.metadata["lang"] for h in mixed] == ["fr"]
     assert await mem.query("cats", k=5, ctx=ACME, where={"lang": []}) == []
-
-
-async def test_a_tenant_among_many_other_tenants_gets_its_k(store: VectorStore) -> None:
-    port = LangChainVectorPort(store)
-    query = "weekly sales report"
-    for t in range(3):  # 90 records of other tenants, all closer to the query
-        await port.upsert([Chunk(f"r{i}", query) for i in range(30)], scope=Scope(f"o{t}", "s"))
-    await port.upsert(
-        [Chunk("m1", "sales notes"), Chunk("m2", "report draft", {"kind": "draft"})],
-        scope=ACME.scope,
-    )
-    assert sorted(c.id for _, c in await port.search(query, k=2, scope=ACME.scope)) == [
-        "m1",
-        "m2",
-    ]
-    hits = await port.search(query, k=4, scope=ACME.scope, where={"kind": "draft"})
-    assert [c.id for _, c in hits] == ["m2"]
-
-
-async def test_deleting_unknown_ids_deletes_the_known_ones(store: VectorStore) -> None:
-    port = LangChainVectorPort(store)
-    await port.upsert([Chunk(i, f"record {i}") for i in "abc"], scope=ACME.scope)
-    await port.delete(["a", "nope", "c"], scope=ACME.scope)  # FAISS alone would refuse all
-    assert [c.id for _, c in await port.search("record", k=5, scope=ACME.scope)] == ["b"]
-    await port.delete(["a", "nope"], scope=ACME.scope)  # nothing left to delete: fine
-    await port.delete([], scope=ACME.scope)  # "nothing", never "everything"
-    assert _count(store) == 1
 
 
 async def test_existing_data_is_the_unscoped_bucket_under_its_own_ids(

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, ScopeViolation
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_answer, _check_member
 from agentkit.state.memory._forgetting import forgets, forward_delete, forward_forget
@@ -115,6 +115,7 @@ class CachedMemory:
         query = check_query(query)
         k = check_k(k)
         where = check_where(where)
+        ctx = check_ctx(ctx)  # the key reads ctx.scope: no ctx is a named error, not AttributeError
         if self.strict_scope and not ctx.scope.complete:
             raise ScopeViolation(
                 f"memory source {self.name!r} (strict_scope) needs a complete scope, "

@@ -9,7 +9,7 @@ from typing import Any
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgumentType, ScopeViolation
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._fanout import _check_member
 from agentkit.state.memory._forgetting import forgets, forward_delete, forward_forget
@@ -103,6 +103,7 @@ class ScopedMemory:
         return await forward_forget(self.inner, self.name, where, ctx, all)
 
     async def _guard(self, ctx: Ctx) -> None:
+        ctx = check_ctx(ctx)  # no ctx is a named error, not an AttributeError on .scope
         if self.enforce is None:
             if not ctx.scope.complete:
                 raise ScopeViolation(
