@@ -5,7 +5,9 @@ module is the store itself: its connections, its writer thread and reader pool, 
 the ports. Each other idea has its own module: the file layout, triggers and embedder
 record (_sqlite_schema), the per-scope vector cache checked against generations
 (_sqlite_cache), the per-scope matrix and dense top-k shared with the in-memory store
-(_scope_matrix), the lexical indexes (_lexical_index) and their analyzer (_lexical_text).
+(_scope_matrix), the lexical indexes (_lexical_index) and their analyzer (_lexical_text),
+and how every index beside the file is stamped, caught up by the change and rebuilt
+(_derived).
 
 Threading: writes run on one dedicated thread that owns the writing connection; reads
 run on a small pool of threads, each read on a connection of its own inside one read
@@ -58,6 +60,7 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.vector._derived import prune_log
 from agentkit.vector._fair_pool import FairPool
 from agentkit.vector._forgetting import (
     SCAN_LIMIT,
@@ -762,6 +765,7 @@ class SQLiteVectorStore:
                 found = {**_rowids(db, bucket, ids), **held}
                 rowids = [found[cid] for cid in ids]
             touch(db, bucket)
+            prune_log(db, bucket, lexical.folded(bucket))
             after = scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
@@ -832,6 +836,7 @@ class SQLiteVectorStore:
                 removed = len(rowids)
                 if removed:
                     touch(db, bucket)
+                    prune_log(db, bucket, self._lex().folded(bucket))
                 after = scope_generation(db, bucket)
                 _commit_unless(db, gate)
             except sqlite3.Error as exc:
