@@ -41,9 +41,12 @@ from _scale_data import (  # noqa: E402
     sentence_vectors,
 )
 
+from agentkit.vector._dense_index import EXPANSION_SEARCH  # noqa: E402
+
 K = 10
-CANDIDATES = 40
+CANDIDATES = 40  # what the store rescores for k=10 (OVERSAMPLE x k)
 FILTER_MOD = 100
+EF = EXPANSION_SEARCH  # one search breadth for every engine: the store's
 ENGINES = ("usearch_i8", "usearch_f16", "faiss", "hnswlib")
 
 
@@ -80,13 +83,15 @@ def build(engine: str, vectors: npt.NDArray[np.float32], path: Path) -> float:
     if engine.startswith("usearch"):
         from usearch.index import Index
 
+        # usearch_<dtype>[_m<connectivity>]
+        parts = engine.split("_")
         index = Index(
             ndim=dim,
             metric="ip",
-            dtype=engine.split("_")[1],
-            connectivity=16,
+            dtype=parts[1],
+            connectivity=int(parts[2][1:]) if len(parts) > 2 else 16,
             expansion_add=128,
-            expansion_search=64,
+            expansion_search=EF,
         )
         for s in range(0, n, step):
             block = np.ascontiguousarray(vectors[s : s + step])
@@ -131,6 +136,7 @@ def probe(engine: str, path: Path, vec_path: Path, q_path: Path, t_path: Path) -
         str(K),
         str(CANDIDATES),
         str(FILTER_MOD),
+        str(EF),
     ]
     wall = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -163,7 +169,7 @@ def main() -> None:
         t_path = work / f"truth-{len(pool)}-{n}-{args.queries}.npy"
         exact_truth(vectors, queries, t_path)
         label = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}m"
-        print(f"\n{n:,} records ({label}), {args.queries} queries, k={K}")
+        print(f"\n{n:,} records ({label}), {args.queries} queries, k={K}, ef={EF}")
         print(
             f"{'engine':<12} {'build/s':>8} {'cold s':>7} {'rss MB':>7} {'anon MB':>8} "
             f"{'p50 ms':>7} {'p99 ms':>7} {'recall':>7} {'rescored':>8} "

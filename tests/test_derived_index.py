@@ -137,8 +137,14 @@ def test_the_log_is_pruned_once_the_indexes_folded_past_it(tmp_path: Path) -> No
             await store.upsert_vectors(
                 [Chunk(f"d{i}", f"text {i}") for i in range(n)], vectors, scope=ACME
             )
-            # The next write finds the index stamped past a batch of the log: it goes.
+            # The lexical index is stamped past a batch of the log, but no dense index
+            # was built yet: the log is kept for it.
             await store.upsert([Chunk("last", "last text")], scope=ACME)
+            with sqlite3.connect(db) as conn:
+                assert log_floor(conn, BUCKET) == 0
+            assert await store.search("last text", k=1, scope=ACME)  # builds it
+            # Now both are: the next write drops the batch.
+            await store.upsert([Chunk("later", "later text")], scope=ACME)
             assert {c.id for _, c in await store.lexical_search("last", k=3, scope=ACME)} == {
                 "last"
             }

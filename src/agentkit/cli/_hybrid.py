@@ -83,14 +83,33 @@ class Stack:
     halves: list[Traced]
 
 
+class ExactSearch:
+    """The store with its dense search made exact (``query --exact``): every vector of
+    the scope is compared with the query instead of the approximate index's candidates.
+    Everything else passes through to the store."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    async def search(
+        self, query: str, *, k: int, scope: Any, where: Mapping[str, Any] | None = None
+    ) -> Any:
+        return await self._store.search(query, k=k, scope=scope, where=where, exact=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 def build(
     store: Any,
     mode: Mode,
     *,
     depth: int = 50,
     weights: Mapping[str, float] | None = None,
+    exact: bool = False,
 ) -> Stack:
-    dense = Traced(VectorMemory(store, name="dense"), depth)
+    """``exact``: the dense half compares the query with every vector (see ExactSearch)."""
+    dense = Traced(VectorMemory(ExactSearch(store) if exact else store, name="dense"), depth)
     lexical = Traced(LexicalMemory(store, name="lexical"), depth)
     if mode == "dense":
         return Stack(dense, [dense])

@@ -23,8 +23,9 @@ async def run(
     scope: Scope,
     depth: int,
     where: dict[str, Any] | None = None,
+    exact: bool = False,
 ) -> tuple[list[MemoryItem], Stack, float]:
-    stack = build(store, mode, depth=depth)
+    stack = build(store, mode, depth=depth, exact=exact)
     start = time.perf_counter()
     items = await stack.memory.query(text, k=k, ctx=Ctx(scope), where=where)
     return items, stack, time.perf_counter() - start

@@ -61,13 +61,14 @@ FOLD_AT = 20_000
 GRAPH_DTYPE = "i8"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 256
+EXPANSION_SEARCH = 512
 # Graph candidates rescored per result wanted.
 OVERSAMPLE = 4
 # A filter admitting at most this many rows (or this share of the scope) is searched
 # exactly over exactly those rows.
 FILTER_EXACT_ROWS = 20_000
 FILTER_EXACT_SHARE = 0.05
+_ADD_BLOCK = 5_000
 
 Vectors = npt.NDArray[np.float32]
 Rowids = npt.NDArray[np.int64]
@@ -157,7 +158,7 @@ class DenseIndexes:
 
     ``writable=False`` (a read-only store) never writes there: a missing or stale base
     is then built in memory for this process. ``ann_from``/``fold_at``: see ``ANN_FROM``
-    and ``FOLD_AT``.
+    and ``FOLD_AT`` (the module's values when the object is made, by default).
     """
 
     def __init__(
@@ -168,16 +169,19 @@ class DenseIndexes:
         *,
         writable: bool,
         progress: Progress | None = None,
-        ann_from: int = ANN_FROM,
-        fold_at: int = FOLD_AT,
+        ann_from: int | None = None,
+        fold_at: int | None = None,
     ) -> None:
         self.dim = dim
-        self.ann_from = ann_from
-        self.fold_at = fold_at
+        self.ann_from = ANN_FROM if ann_from is None else ann_from
+        self.fold_at = FOLD_AT if fold_at is None else fold_at
         self.files = DerivedRoot(
             root, store_id, writable=writable, format={"dense": FORMAT, "dim": dim}
         )
         self.progress = progress
+        # Set when the store closes: a fold under way stops between steps, publishing
+        # nothing (its half-written files are never named by a stamp).
+        self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._scopes: dict[tuple[str, str], _Scope] = {}
 
@@ -213,14 +217,20 @@ class DenseIndexes:
         caught up by the change; without a usable one, the scope is built from the rows
         under its file lock (``locked``: the caller holds it already)."""
         scope = self._scope(bucket)
-        with scope.lock:
+        if not locked:
+            with scope.lock:
+                got = self._current(conn, bucket, scope, gen)
+                if got is not None:
+                    scope.base, scope.delta = got
+                    return got
+        # The file lock before the scope's, always (a fold takes them in that order).
+        # A read-only store never writes beside the file, not even a lock file.
+        unlocked = locked or not self.files.writable
+        with contextlib.nullcontext() if unlocked else self.files.file_lock(bucket), scope.lock:
+            # Whoever held the lock may have just published one.
             got = self._current(conn, bucket, scope, gen)
             if got is None:
-                with contextlib.nullcontext() if locked else self.files.file_lock(bucket):
-                    # Whoever held the lock may have just published one.
-                    got = self._current(conn, bucket, scope, gen)
-                    if got is None:
-                        got = self._build(conn, bucket, gen)
+                got = self._build(conn, bucket, gen)
             scope.base, scope.delta = got
             return got
 
@@ -277,10 +287,32 @@ class DenseIndexes:
             return None
         return Base(name, int(stamp["gen"]), rowids, vectors, graph, path)
 
+    def search_rows(
+        self,
+        conn: sqlite3.Connection,
+        bucket: tuple[str, str],
+        query: Vectors,
+        k: int,
+        *,
+        allowed: Rowids | None = None,
+    ) -> list[tuple[float, int]]:
+        """Exact search over the scope's rows as ``conn`` reads them, nothing kept: for
+        a file without generations (opened read-only), where nothing kept can be
+        trusted."""
+        rowids, vectors = self._rows(conn, bucket)
+        base = Base("rows", -1, rowids, vectors, None)
+        return search(base, Delta(base.name, -1, self.dim), query, k, allowed=allowed)
+
     def _build(
         self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int
     ) -> tuple[Base, Delta]:
         """A base from the scope's rows in ``conn``'s snapshot (published when writable)."""
+        rowids, vectors = self._rows(conn, bucket)
+        base = self._publish(bucket, gen, rowids, vectors, None)
+        return base, Delta(base.name, gen, self.dim)
+
+    def _rows(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> tuple[Rowids, Vectors]:
+        """The scope's rowids (ascending) and vectors in ``conn``'s snapshot."""
         what = f"dense index of {bucket[0]}/{bucket[1]}"
         ids: list[npt.NDArray[np.int64]] = []
         blocks: list[Vectors] = []
@@ -291,11 +323,20 @@ class DenseIndexes:
         rowids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
         vectors = np.concatenate(blocks) if blocks else np.zeros((0, self.dim), np.float32)
         order = np.argsort(rowids, kind="stable")
-        rowids, vectors = rowids[order], np.ascontiguousarray(vectors[order])
-        base = self._publish(bucket, gen, rowids, vectors, None)
-        return base, Delta(base.name, gen, self.dim)
+        return rowids[order], np.ascontiguousarray(vectors[order])
+
+    def readable(self, bucket: tuple[str, str]) -> bool | None:
+        """Whether the base the stamp names opens (None: no stamp to follow)."""
+        stamp = self.files.stamp_body(bucket)
+        return None if stamp is None else self._open(bucket, stamp) is not None
 
     # -- writes --------------------------------------------------------------------
+
+    def rebuild(self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int) -> None:
+        """Rebuild the scope's base from ``conn``'s snapshot (at ``gen``), on request."""
+        scope = self._scope(bucket)
+        with self.files.file_lock(bucket), scope.lock:
+            scope.base, scope.delta = self._build(conn, bucket, gen)
 
     def fold(self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int) -> bool:
         """Fold the scope's delta into a new published base at ``conn``'s snapshot
@@ -339,7 +380,7 @@ class DenseIndexes:
         name = f"base-{gen}-{uuid.uuid4().hex[:8]}"
         graph = None
         if rowids.shape[0] >= self.ann_from:
-            graph = _graph(self.dim, rowids, vectors, previous)
+            graph = _graph(self.dim, rowids, vectors, previous, self.stopping)
         if not self.files.writable:
             return Base(name, gen, rowids, vectors, graph)
         folder = self.files.dir(bucket)
@@ -465,10 +506,30 @@ def _approximate(
 # -- files ---------------------------------------------------------------------------
 
 
+class Stopped(Exception):
+    """A fold gave up because its store is closing."""
+
+
 def _graph(
-    dim: int, rowids: Rowids, vectors: Vectors, previous: tuple[Base, Delta] | None
+    dim: int,
+    rowids: Rowids,
+    vectors: Vectors,
+    previous: tuple[Base, Delta] | None,
+    stop: threading.Event,
 ) -> Any:
+    """The HNSW graph over ``rowids``: the previous base's, its delta's rows taken out
+    and put in, or a new one. Rows go in a block at a time, so a closing store is not
+    kept waiting."""
     from usearch.index import Index
+
+    def add(graph: Any, keys: Rowids, rows: Vectors) -> None:
+        for start in range(0, keys.shape[0], _ADD_BLOCK):
+            if stop.is_set():
+                raise Stopped
+            graph.add(
+                keys[start : start + _ADD_BLOCK].astype(np.uint64),
+                np.ascontiguousarray(rows[start : start + _ADD_BLOCK]), threads=2,
+            )
 
     if previous is not None and previous[0].graph_path is not None:
         base, delta = previous
@@ -480,19 +541,13 @@ def _graph(
         stale = np.intersect1d(delta.touched, base.rowids)
         if stale.size:
             graph.remove(stale.astype(np.uint64))
-        if delta.rowids.size:
-            graph.add(delta.rowids.astype(np.uint64), delta.vectors, threads=2)
+        add(graph, delta.rowids, delta.vectors)
         return graph
     graph = Index(
         ndim=dim, metric="ip", dtype=GRAPH_DTYPE, connectivity=CONNECTIVITY,
         expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH,
     )
-    step = 50_000
-    for start in range(0, rowids.shape[0], step):
-        graph.add(
-            rowids[start : start + step].astype(np.uint64),
-            np.ascontiguousarray(vectors[start : start + step]), threads=2,
-        )
+    add(graph, rowids, vectors)
     return graph
 
 

@@ -246,6 +246,12 @@ class LexicalIndexes:
         scope.searcher = index.searcher()
         scope.gen = gen
 
+    def rebuild(self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int) -> None:
+        """Rebuild the scope's index from ``conn``'s snapshot (at ``gen``), on request."""
+        scope = self._scope(bucket)
+        with self._files.file_lock(bucket), scope.lock:
+            self._rebuild(conn, bucket, scope, gen)
+
     @staticmethod
     def _what(bucket: tuple[str, str]) -> str:
         return f"lexical index of {bucket[0]}/{bucket[1]}"
