@@ -1,7 +1,7 @@
 """One ANN engine reopened in a fresh process: the cold cost a CLI query pays, then warm
 latency and recall (run by ``scale.py`` as a subprocess; not a bench itself).
 
-    python bench/_ann_probe.py ENGINE INDEX VECTORS QUERIES TRUTH K CANDIDATES FILTER_MOD
+    python bench/_ann_probe.py ENGINE INDEX VECTORS QUERIES TRUTH K CANDIDATES FILTER_MOD EF
 
 Prints one JSON object: ``open_s`` (import + open + first query, the part a cold process
 adds), ``rss_mb``/``anon_mb`` after the first query, ``p50_ms``/``p99_ms`` of single
@@ -32,27 +32,30 @@ def _status() -> dict[str, float]:
     return out
 
 
-def _open(engine: str, path: str, dim: int) -> Any:
+def _open(engine: str, path: str, dim: int, ef: int) -> Any:
     if engine.startswith("usearch"):
         from usearch.index import Index
 
-        return Index.restore(path, view=True)
+        return Index.restore(path, view=True, expansion_search=ef)
     if engine == "faiss":
         import faiss
 
         faiss.omp_set_num_threads(1)
         index = faiss.read_index(path, faiss.IO_FLAG_MMAP)
-        index.hnsw.efSearch = 64
+        index.hnsw.efSearch = ef
         return index
     if engine == "hnswlib":
         import hnswlib
 
         index = hnswlib.Index(space="ip", dim=dim)
         index.load_index(path)
-        index.set_ef(64)
+        index.set_ef(ef)
         index.set_num_threads(1)
         return index
     raise SystemExit(f"unknown engine {engine}")
+
+
+EF = 64
 
 
 def _search(engine: str, index: Any, q: np.ndarray, count: int, keep: Any = None) -> np.ndarray:
@@ -62,7 +65,7 @@ def _search(engine: str, index: Any, q: np.ndarray, count: int, keep: Any = None
         if keep is not None:
             import faiss
 
-            params = faiss.SearchParametersHNSW(sel=keep, efSearch=max(64, count))
+            params = faiss.SearchParametersHNSW(sel=keep, efSearch=max(EF, count))
             _, ids = index.search(q[None, :], count, params=params)
         else:
             _, ids = index.search(q[None, :], count)
@@ -76,9 +79,11 @@ def _search(engine: str, index: Any, q: np.ndarray, count: int, keep: Any = None
 def main() -> None:
     engine, path, vec_path, q_path, truth_path = sys.argv[1:6]
     k, cand, mod = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+    global EF
+    EF = int(sys.argv[9])
     queries = np.load(q_path)
     vectors = np.load(vec_path, mmap_mode="r")
-    index = _open(engine, path, queries.shape[1])
+    index = _open(engine, path, queries.shape[1], EF)
     _search(engine, index, queries[0], k)
     open_s = time.perf_counter() - T0
     first = _status()
