@@ -697,16 +697,22 @@ class PostgresVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
-        """Cosine similarity (1 - cosine distance), best first, inside one scope."""
+        """Cosine similarity (1 - cosine distance), best first, inside one scope.
+
+        pgvector's HNSW index answers approximately; ``exact=True`` compares the query
+        with every row of the scope instead (no index scan), as on SQLite.
+        """
         query = check_query(query)
         k = check_k(k)
         flt = check_where(where)
+        exact = _check_exact(exact)
         check_scope(scope)
         await self._ready()
         _, embedder = self._check_vectors("search")
         vector = (await self._embed(embedder, [query]))[0]
-        return await self._search_vector(vector, k, scope, flt)
+        return await self._search_vector(vector, k, scope, flt, exact)
 
     async def search_by_vector(
         self,
@@ -715,10 +721,12 @@ class PostgresVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
         """``search`` for a caller that already holds the query's vector (same model)."""
         k = check_k(k)
         flt = check_where(where)
+        exact = _check_exact(exact)
         check_scope(scope)
         await self._ready()
         self._check_vectors("search_by_vector")
@@ -730,7 +738,7 @@ class PostgresVectorStore:
             raise InvalidArgument(f"vector must have {self.dim} values, got shape {row.shape}")
         if not np.isfinite(row).all():
             raise InvalidArgument("vector contains NaN or infinity")
-        return await self._search_vector(row, k, scope, flt)
+        return await self._search_vector(row, k, scope, flt, exact)
 
     async def _search_vector(
         self,
@@ -738,6 +746,7 @@ class PostgresVectorStore:
         k: int,
         scope: Scope,
         flt: dict[str, Any] | None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
         org, dom = check_scope(scope)
         pool = await self._ready()
@@ -753,10 +762,13 @@ class PostgresVectorStore:
             ).format(t=self._table, w=clause)
         else:
             # The vector is sent once (named placeholders are reused) and in binary.
+            # Exact: an ORDER BY the HNSW index cannot serve (the distance plus 0), so
+            # the planner scans the scope's rows and sorts by the true distance.
+            order = "(embedding <=> %(q)s) + 0" if exact else "embedding <=> %(q)s"
             stmt = sql.SQL(
                 "SELECT 1 - (embedding <=> %(q)s) AS score, id, text, metadata FROM {t}"
                 " WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
-                " ORDER BY embedding <=> %(q)s LIMIT %(limit)s"
+                " ORDER BY " + order + " LIMIT %(limit)s"
             ).format(t=self._table, w=clause)
         base = {"q": vector, "org": org, "dom": dom, **params}
 
@@ -917,3 +929,9 @@ class PostgresVectorStore:
             limit = min(_MAX_LIMIT, limit * 4)
         out.sort(key=lambda pair: (-pair[0], pair[1].id))
         return out[:k]
+
+
+def _check_exact(exact: object) -> bool:
+    if not isinstance(exact, bool):
+        raise InvalidArgumentType(f"exact must be a bool, got {type(exact).__name__}")
+    return exact
