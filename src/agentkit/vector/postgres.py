@@ -30,7 +30,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_exact, check_k, check_query, check_where
 from agentkit.vector import _pg_bm25
 from agentkit.vector._forgetting import (
     SCAN_LIMIT,
@@ -707,7 +707,7 @@ class PostgresVectorStore:
         query = check_query(query)
         k = check_k(k)
         flt = check_where(where)
-        exact = _check_exact(exact)
+        exact = check_exact(exact)
         check_scope(scope)
         await self._ready()
         _, embedder = self._check_vectors("search")
@@ -726,7 +726,7 @@ class PostgresVectorStore:
         """``search`` for a caller that already holds the query's vector (same model)."""
         k = check_k(k)
         flt = check_where(where)
-        exact = _check_exact(exact)
+        exact = check_exact(exact)
         check_scope(scope)
         await self._ready()
         self._check_vectors("search_by_vector")
@@ -929,9 +929,3 @@ class PostgresVectorStore:
             limit = min(_MAX_LIMIT, limit * 4)
         out.sort(key=lambda pair: (-pair[0], pair[1].id))
         return out[:k]
-
-
-def _check_exact(exact: object) -> bool:
-    if not isinstance(exact, bool):
-        raise InvalidArgumentType(f"exact must be a bool, got {type(exact).__name__}")
-    return exact

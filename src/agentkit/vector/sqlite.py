@@ -59,7 +59,14 @@ import numpy.typing as npt
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.kernel.validate import (
+    check_exact,
+    check_ids,
+    check_k,
+    check_query,
+    check_scope,
+    check_where,
+)
 from agentkit.vector._dense_index import DenseIndexes, Stopped
 from agentkit.vector._derived import Progress, changed_rowids, prune_log
 from agentkit.vector._fair_pool import FairPool
@@ -371,7 +378,7 @@ class SQLiteVectorStore:
         k = check_k(k)
         bucket = _bucket(scope)
         flt = check_where(where)
-        exact = _check_exact(exact)
+        exact = check_exact(exact)
         embedder = self._need_embedder("search")
         vector = np.asarray(await embedder.embed([query]), dtype=np.float32).reshape(-1)
         return await self._read(bucket, self._search_sync, bucket, vector, k, flt, exact)
@@ -389,7 +396,7 @@ class SQLiteVectorStore:
         k = check_k(k)
         bucket = _bucket(scope)
         flt = check_where(where)
-        exact = _check_exact(exact)
+        exact = check_exact(exact)
         dim = self._need_embedder("search_by_vector").dim
         query = _unit_vector(vector, dim)
         return await self._read(bucket, self._search_sync, bucket, query, k, flt, exact)
@@ -1089,12 +1096,6 @@ def _admitted(
     while batch := rows.fetchmany(2_000):
         found += [r for r, meta in batch if matches_where(json.loads(meta), where)]
     return np.asarray(found, dtype=np.int64)
-
-
-def _check_exact(exact: object) -> bool:
-    if not isinstance(exact, bool):
-        raise InvalidArgumentType(f"exact must be a bool, got {type(exact).__name__}")
-    return exact
 
 
 def _unit_vector(vector: npt.ArrayLike, dim: int) -> npt.NDArray[np.float32]:
