@@ -33,10 +33,12 @@ import numpy.typing as npt
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import _scale_store  # noqa: E402
 from _scale_data import (  # noqa: E402
     CACHE_DIR,
     DEFAULT_CORPUS,
     query_vectors,
+    record_texts,
     record_vectors,
     sentence_vectors,
 )
@@ -154,9 +156,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--engines", nargs="+", default=list(ENGINES))
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--no-store",
+        action="store_true",
+        help="the engines only, not the agentkit store beside them",
+    )
     args = parser.parse_args()
 
-    _, pool = sentence_vectors(Path(args.dir))
+    texts, pool = sentence_vectors(Path(args.dir))
     print(f"sentence pool: {len(pool)} MiniLM vectors")
     queries = query_vectors(pool, args.queries)
     work = CACHE_DIR / "scale"
@@ -194,6 +201,16 @@ def main() -> None:
             print(f"RESULT {stem}_p99_ms={r['p99_ms']:.3f}")
             print(f"RESULT {stem}_recall_at_10={r['rescored_recall']:.4f}")
             print(f"RESULT {stem}_filtered_recall_at_10={r['filter_recall']:.4f}")
+        if not args.no_store:
+            print(f"\nagentkit SQLiteVectorStore, {n:,} records, the same queries")
+            _scale_store.run(
+                work / f"store-{len(pool)}-{n}.db",
+                record_texts(texts, n),
+                vectors,
+                queries,
+                np.load(t_path),
+                label,
+            )
 
 
 if __name__ == "__main__":
