@@ -108,7 +108,11 @@ def _write_one(path: Path, dim: int, cid: str, vector: npt.NDArray[np.float32]) 
 
 
 async def warm(
-    path: Path, queries: npt.NDArray[np.float32], truth: npt.NDArray[np.int64], dim: int
+    path: Path,
+    queries: npt.NDArray[np.float32],
+    truth: npt.NDArray[np.int64],
+    dim: int,
+    writes: int,
 ) -> dict[str, float]:
     out: dict[str, float] = {}
     async with SQLiteVectorStore(path, embedder=HashingEmbedder(dim=dim)) as store:
@@ -134,7 +138,7 @@ async def warm(
         base_rss = rss_mb()
         seen, after = 0, []
         rng = np.random.default_rng(1)
-        for i in range(100):
+        for i in range(writes):
             # A vector of its own (so its best match is itself), near a real query.
             fresh = queries[i % len(queries)] + 0.05 * rng.standard_normal(dim)
             fresh = (fresh / np.linalg.norm(fresh)).astype(np.float32)
@@ -144,9 +148,9 @@ async def warm(
             after.append(time.perf_counter() - t)
             seen += int(bool(got) and got[0][1].id == f"new{i}")
         out["after_write_ms"] = float(np.percentile(after, 50) * 1e3)
-        out["after_write_seen"] = seen / 100
+        out["after_write_seen"] = seen / writes
         out["rss_growth"] = rss_mb() / base_rss
-        await store.delete([f"new{i}" for i in range(100)], scope=SCOPE)
+        await store.delete([f"new{i}" for i in range(writes)], scope=SCOPE)
     return out
 
 
@@ -161,7 +165,9 @@ def one_core_product_ms(vectors: npt.NDArray[np.float32], q: npt.NDArray[np.floa
     return float(np.percentile(times, 50) * 1e3)
 
 
-def run(path: Path, texts: Any, vectors: Any, queries: Any, truth: Any, label: str) -> None:
+def run(
+    path: Path, texts: Any, vectors: Any, queries: Any, truth: Any, label: str, writes: int = 100
+) -> None:
     dim = int(vectors.shape[1])
     rate = 0.0 if path.exists() else asyncio.run(load(path, texts, vectors))
     if rate:
@@ -173,7 +179,7 @@ def run(path: Path, texts: Any, vectors: Any, queries: Any, truth: Any, label: s
         f"cold CLI query --dense {dense_wall:.2f} s / {dense_rss:.0f} MB peak; "
         f"--lexical {lex_wall:.2f} s / {lex_rss:.0f} MB; ratio {dense_wall / lex_wall:.2f}x"
     )
-    w = asyncio.run(warm(path, queries, truth, dim))
+    w = asyncio.run(warm(path, queries, truth, dim, writes))
     numpy_ms = one_core_product_ms(np.asarray(vectors), queries[0])
     print(
         f"warm dense p50 {w['p50_ms']:.2f} ms, p99 {w['p99_ms']:.2f} ms, "
@@ -182,7 +188,7 @@ def run(path: Path, texts: Any, vectors: Any, queries: Any, truth: Any, label: s
     )
     print(
         f"after another process writes one record: next query {w['after_write_ms']:.1f} ms, "
-        f"saw it {w['after_write_seen']:.0%}; reader RSS after 100 writes "
+        f"saw it {w['after_write_seen']:.0%}; reader RSS after {writes} writes "
         f"x{w['rss_growth']:.3f}"
     )
     stem = f"scale_store_{label}"

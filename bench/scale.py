@@ -157,6 +157,13 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=list(ENGINES))
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
+        "--foreign-writes",
+        type=int,
+        default=100,
+        metavar="N",
+        help="one-record writes by other processes the store's reader watches",
+    )
+    parser.add_argument(
         "--no-store",
         action="store_true",
         help="the engines only, not the agentkit store beside them",
@@ -210,6 +217,7 @@ def main() -> None:
                 queries,
                 np.load(t_path),
                 label,
+                args.foreign_writes,
             )
 
 
