@@ -179,9 +179,6 @@ class DenseIndexes:
             root, store_id, writable=writable, format={"dense": FORMAT, "dim": dim}
         )
         self.progress = progress
-        # Set when the store closes: a fold under way stops between steps, publishing
-        # nothing (its half-written files are never named by a stamp).
-        self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._scopes: dict[tuple[str, str], _Scope] = {}
 
@@ -380,7 +377,7 @@ class DenseIndexes:
         name = f"base-{gen}-{uuid.uuid4().hex[:8]}"
         graph = None
         if rowids.shape[0] >= self.ann_from:
-            graph = _graph(self.dim, rowids, vectors, previous, self.stopping)
+            graph = _graph(self.dim, rowids, vectors, previous)
         if not self.files.writable:
             return Base(name, gen, rowids, vectors, graph)
         folder = self.files.dir(bucket)
@@ -506,26 +503,18 @@ def _approximate(
 # -- files ---------------------------------------------------------------------------
 
 
-class Stopped(Exception):
-    """A fold gave up because its store is closing."""
-
-
 def _graph(
     dim: int,
     rowids: Rowids,
     vectors: Vectors,
     previous: tuple[Base, Delta] | None,
-    stop: threading.Event,
 ) -> Any:
     """The HNSW graph over ``rowids``: the previous base's, its delta's rows taken out
-    and put in, or a new one. Rows go in a block at a time, so a closing store is not
-    kept waiting."""
+    and put in, or a new one, a block of rows at a time."""
     from usearch.index import Index
 
     def add(graph: Any, keys: Rowids, rows: Vectors) -> None:
         for start in range(0, keys.shape[0], _ADD_BLOCK):
-            if stop.is_set():
-                raise Stopped
             graph.add(
                 keys[start : start + _ADD_BLOCK].astype(np.uint64),
                 np.ascontiguousarray(rows[start : start + _ADD_BLOCK]), threads=2,

@@ -67,7 +67,7 @@ from agentkit.kernel.validate import (
     check_scope,
     check_where,
 )
-from agentkit.vector._dense_index import DenseIndexes, Stopped
+from agentkit.vector._dense_index import DenseIndexes
 from agentkit.vector._derived import Progress, changed_rowids, prune_log
 from agentkit.vector._fair_pool import FairPool
 from agentkit.vector._forgetting import (
@@ -211,6 +211,7 @@ class SQLiteVectorStore:
         self._lexical: LexicalIndexes | None = None
         self._dense: DenseIndexes | None = None
         self._folding: dict[tuple[str, str], threading.Thread] = {}  # folds under way
+        self._written: set[tuple[str, str]] = set()  # scopes to fold before closing
         self._generations = True  # False: a read_only file from before they existed
 
     def __repr__(self) -> str:
@@ -726,10 +727,16 @@ class SQLiteVectorStore:
         return None if None in stamps else min(s for s in stamps if s is not None)
 
     def _close_sync(self) -> None:
-        if self._dense is not None:
-            self._dense.stopping.set()
         for thread in list(self._folding.values()):
             thread.join()
+        # What this store wrote is folded before it goes, so the next process (a
+        # read-only CLI query, which never writes an index) maps a current base
+        # rather than reading the rows since from the log.
+        if self._dense is not None and self._conn is not None:
+            for bucket in sorted(self._written):
+                with contextlib.suppress(Exception):
+                    self._fold_if_grown(bucket, at_least=self._dense.fold_at // 4, wait=True)
+        self._written.clear()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -912,29 +919,37 @@ class SQLiteVectorStore:
         self._fold_if_grown(bucket)
         return removed
 
-    def _fold_if_grown(self, bucket: tuple[str, str]) -> None:
-        """Start folding the scope's dense delta into a new base (on a thread of its
-        own: a large scope's fold takes a while, and reads go on from the old base
-        meanwhile) once the log since the base holds ``fold_at`` changes."""
+    def _fold_if_grown(
+        self, bucket: tuple[str, str], *, at_least: int | None = None, wait: bool = False
+    ) -> None:
+        """Fold the scope's dense delta into a new base once the log since the base
+        holds ``at_least`` changes (default ``fold_at``): on a thread of its own (a
+        large scope's fold takes a while, and reads go on from the old base meanwhile),
+        or here when ``wait``. Runs on the writer thread."""
         dense = self._dense_indexes()
-        if not dense.files.writable or bucket in self._folding:
+        if not dense.files.writable:
+            return
+        self._written.add(bucket)
+        if bucket in self._folding:
             return
         folded = dense.folded(bucket)
         behind = self._db().execute(
             "SELECT count(*) FROM changes WHERE org = ? AND domain = ? AND gen > ?",
             (*bucket, -1 if folded is None else folded),
         ).fetchone()[0]
-        if behind < dense.fold_at or dense.stopping.is_set():
+        if behind < max(1, dense.fold_at if at_least is None else at_least):
             return
 
         def fold(conn: sqlite3.Connection) -> None:
             dense.fold(conn, bucket, scope_generation(conn, bucket))
 
+        if wait:
+            self._in_snapshot(fold)
+            return
+
         def run() -> None:
             try:
                 self._in_snapshot(fold)
-            except Stopped:
-                pass  # the store is closing; the next writer folds
             except Exception:  # a derived index: the next fold or read rebuilds it
                 _log.warning("folding the dense index of %s/%s failed", *bucket, exc_info=True)
             finally:
