@@ -152,3 +152,47 @@ def test_wheels_install_and_run_outside_the_repository(tmp_path: Path) -> None:
     assert "a call without a tenant is refused" in core_page
     assert f"{len(TOOL._NOTES)} written" in out["cli --hashing ingest"]
     assert '"path": "notes/refunds.md"' in out["cli --hashing query"]
+
+
+def _metadata(**overrides: Any) -> Any:
+    """A bridge's METADATA that passes, with the named fields replaced."""
+    from email.message import Message
+
+    fields: dict[str, list[str]] = {
+        "License-Expression": ["MIT"],
+        "Description-Content-Type": ["text/markdown"],
+        "Classifier": ["Typing :: Typed"],
+        "Project-URL": [
+            "Homepage, https://example.org",
+            "Repository, https://example.org/src",
+            "Changelog, https://example.org/changes",
+        ],
+        "Provides-Extra": ["langgraph"],
+        "Requires-Dist": ["agentkit-memory<0.2,>=0.1", "langchain-core<2,>=1.0"],
+        **overrides,
+    }
+    meta = Message()
+    for key, values in fields.items():
+        for value in values:
+            meta[key] = value
+    return meta
+
+
+def test_metadata_check_passes_a_sound_bridge() -> None:
+    TOOL._check_metadata(DISTS[1], _metadata(), "0.1.0", "0.1.0")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"License-Expression": ["Apache-2.0"]}, "License-Expression"),
+        ({"Classifier": ["Typing :: Typo"]}, "Typing :: Typo"),
+        ({"Project-URL": ["Homepage, https://example.org"]}, "project URLs"),
+        ({"Provides-Extra": ["langgraph", "test"]}, "development extras ['test']"),
+        ({"Requires-Dist": ["agentkit-memory>=0.1"]}, "agentkit-memory>=0.1"),
+        ({"Requires-Dist": ["agentkit-memory<0.1"]}, "agentkit-memory<0.1"),
+    ],
+)
+def test_metadata_check_names_what_is_wrong(overrides: dict[str, list[str]], named: str) -> None:
+    with pytest.raises(TOOL.ReleaseCheckError, match=re.escape(named)):
+        TOOL._check_metadata(DISTS[1], _metadata(**overrides), "0.1.0", "0.1.0")

@@ -89,6 +89,8 @@ _MAKE = re.compile(r"\bmake (?:demo|test|bench|lint|docs|release-check|clean)\b"
 _LINK = re.compile(
     r"\]\(\s*<?([^)\s>]+)|^\s*\[[^\]]+\]:\s*(\S+)|\b(?:src|href)=[\"']([^\"']+)", re.M
 )
+# Folders that only work inside the whole repository; an sdist never ships them.
+_REPO_ONLY = {"tests", "bench", "notebooks", "docs", "examples", "bridges", "tools", ".venv"}
 _REPO_PATH = re.compile(r"`(?:\.venv|src|bridges|notebooks|examples|bench|tests|docs|tools)/")
 # Side by side: builds and example runs wait on I/O and imports more than on each other.
 _WORKERS = 3
@@ -287,6 +289,9 @@ def _inspect(dist: Distribution, wheel: Path, sdist: Path, core_version: str) ->
     for needed in ("LICENSE", "PKG-INFO", "pyproject.toml"):
         if f"{dist.stem}-{version}/{needed}" not in members:
             raise ReleaseCheckError(f"{sdist.name} lacks {needed}")
+    stray = sorted({m.split("/")[1] for m in members if m.count("/") >= 1} & _REPO_ONLY)
+    if stray:
+        raise ReleaseCheckError(f"{sdist.name} ships repository folders {stray}")
     _check_metadata(dist, meta, version, core_version)
     page = meta.get_payload()
     assert isinstance(page, str)
