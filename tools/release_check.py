@@ -89,6 +89,8 @@ _MAKE = re.compile(r"\bmake (?:demo|test|bench|lint|docs|release-check|clean)\b"
 _LINK = re.compile(
     r"\]\(\s*<?([^)\s>]+)|^\s*\[[^\]]+\]:\s*(\S+)|\b(?:src|href)=[\"']([^\"']+)", re.M
 )
+# Extras no distribution publishes: what only this repository needs is a dependency group.
+DEV_EXTRAS = frozenset({"test", "tests", "bench", "docs", "dev", "lint"})
 # Folders that only work inside the whole repository; an sdist never ships them.
 _REPO_ONLY = {"tests", "bench", "notebooks", "docs", "examples", "bridges", "tools", ".venv"}
 _REPO_PATH = re.compile(r"`(?:\.venv|src|bridges|notebooks|examples|bench|tests|docs|tools)/")
@@ -127,7 +129,7 @@ def page_problems(text: str) -> list[str]:
 
 def python_blocks(text: str) -> list[str]:
     """The fenced python code blocks of a markdown page, in order."""
-    return [block for block in _PYTHON_BLOCK.findall(text)]
+    return list(_PYTHON_BLOCK.findall(text))
 
 
 def run(dist_dir: Path, *, work_root: Path | None = None, log: bool = True) -> Report:
@@ -167,7 +169,7 @@ def run(dist_dir: Path, *, work_root: Path | None = None, log: bool = True) -> R
                     label: pool.submit(_run_script, python, home, label, code)
                     for label, code in _scripts(pages, report).items()
                 }
-                report.outputs.update({label: run.result() for label, run in scripts.items()})
+                report.outputs.update({label: job.result() for label, job in scripts.items()})
                 report.outputs.update(cli.result())
     if log:
         total = sum(report.seconds.values())
@@ -321,7 +323,7 @@ def _check_metadata(dist: Distribution, meta: Message, version: str, core_versio
     if not {"Homepage", "Repository", "Changelog"} <= urls.keys():
         fail(f"project URLs {sorted(urls)} lack Homepage, Repository or Changelog")
     extras = set(meta.get_all("Provides-Extra") or [])
-    dev = extras & {"test", "tests", "bench", "docs", "dev", "lint"}
+    dev = extras & DEV_EXTRAS
     if dev:
         fail(f"publishes development extras {sorted(dev)}")
     requires = [Requirement(r) for r in meta.get_all("Requires-Dist") or []]
