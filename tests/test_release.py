@@ -128,9 +128,10 @@ def test_bridges_pin_one_minor_series_of_the_core(dist: Any) -> None:
 
 
 def test_wheels_install_and_run_outside_the_repository(tmp_path: Path) -> None:
-    """Build, twine check, install into a fresh venv under tmp_path (outside the repo),
-    then run the examples, the package pages' code and the CLI from there."""
-    report = TOOL.run(tmp_path / "dist", work_root=tmp_path / "user", log=False)
+    """Build, twine check, install into a fresh venv in a temporary folder (outside the
+    repo; removed afterwards: it holds ~350 MB), then run the examples, the package pages'
+    code and the CLI from there."""
+    report = TOOL.run(tmp_path / "dist", log=False)
     print("release check seconds:", {k: round(v, 1) for k, v in report.seconds.items()})
 
     built = sorted(p.name for p in report.artifacts)
