@@ -9,10 +9,13 @@ PIP    := $(BIN)/python -m pip
 # a multi-GB CUDA build through sentence-transformers.
 TORCH  := torch==2.13.0
 PKGS   := -e ".[embeddings,postgres]" -e bridges/langchain -e bridges/llamaindex
-TPKGS  := -e ".[embeddings,postgres,test,bench,docs]" -e "bridges/langchain[test]" -e "bridges/llamaindex[test]"
+# What only this repository's work needs is in dependency groups (pip >= 25.1), not extras:
+# groups are never published, so no user installs agentkit-memory[test].
+TPKGS  := $(PKGS) --group test --group bench --group docs \
+          --group bridges/langchain/pyproject.toml:test --group bridges/llamaindex/pyproject.toml:test
 DEPS   := pyproject.toml bridges/langchain/pyproject.toml bridges/llamaindex/pyproject.toml
 
-.PHONY: demo test bench lint docs clean
+.PHONY: demo test bench lint docs release-check clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -42,12 +45,18 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src bridges tests bench
-	$(BIN)/mypy --strict src bridges/langchain/src bridges/llamaindex/src
+	$(BIN)/ruff check src bridges tests bench examples tools
+	$(BIN)/mypy --strict src bridges/langchain/src bridges/llamaindex/src tools
 
 # The documentation site (guides, API reference, notebooks) into site/; offline, nothing run.
 docs: $(VENV)/.installed-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -d site
 
+# Builds the three sdists and wheels into dist/, runs twine check, installs the wheels into a
+# fresh virtual environment outside the repository and runs the examples and the CLI there
+# (tools/release_check.py; tests/test_release.py runs the same check in `make test`).
+release-check: $(VENV)/.installed-test
+	$(BIN)/python tools/release_check.py --dist dist
+
 clean:
-	rm -rf $(VENV) .agentkit site .cache/mkdocs-jupyter
+	rm -rf $(VENV) .agentkit site dist .cache/mkdocs-jupyter
