@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit.cli._hybrid import RRF_CONSTANT
+from agentkit.state.memory import HYBRID_RRF_CONSTANT as RRF_CONSTANT
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOTES = FIXTURES / "notes"
