@@ -40,6 +40,7 @@ from agentkit.state.memory import (
     CompactedMemory,
     CompositeMemory,
     FileMemory,
+    HybridMemory,
     JournalMemory,
     LexicalMemory,
     MemoryItem,
@@ -486,7 +487,7 @@ def test_delete_methods_the_shipped_classes_define_are_traced() -> None:
     shipped = (
         VectorMemory, CachedMemory, CompositeMemory, SequentialMemory, ScopedMemory,
         ReadOnlyMemory, FileMemory, JournalMemory, ScratchpadMemory, ToolMemory,
-        LexicalMemory, PerScopeMemory, CompactedMemory,
+        LexicalMemory, PerScopeMemory, CompactedMemory, HybridMemory,
     )
     for cls in shipped:
         for method, fn in vars(cls).items():
