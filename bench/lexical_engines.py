@@ -18,7 +18,7 @@ at a time, k=10.
   tokenised inside the timing.
 - tantivy: an in-memory index, ``en_stem`` tokenizer, the same term-query shape as
   ours, and each hit's stored text read back.
-- hybrid (100k only): the CLI's hybrid stack (dense + lexical, RRF) over our store,
+- hybrid (100k only): HybridMemory, the CLI's hybrid (dense + lexical, RRF) over our store,
   with ingest_query.py's seeded 384-wide vectors (query encoding is ~free here).
 
 Targets (issue 13): ours p50 <= 1.5x tantivy's on both corpora, p99 <= 10 ms at 100k,
