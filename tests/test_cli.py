@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit.cli._hybrid import RRF_CONSTANT
+from agentkit.state.memory import HYBRID_RRF_CONSTANT as RRF_CONSTANT
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOTES = FIXTURES / "notes"
@@ -122,6 +122,42 @@ def test_one_half_only(workdir: Path, mode: str) -> None:
     doc = json.loads(ok(run("query", "search operators", mode, "--json", cwd=workdir)))
     assert {tuple(r["sources"]) for r in doc["results"]} == {(mode[2:],)}
     assert doc["results"][0]["path"] == "notes/fts_syntax.md"
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Ten short notes that all share a word, two of them with the very same text."""
+    root = tmp_path_factory.mktemp("many")
+    notes = root / "notes"
+    notes.mkdir()
+    for i, topic in enumerate(["tomatoes", "basil", "peppers", "onions", "garlic",
+                               "carrots", "beans", "leeks"]):
+        (notes / f"{topic}.txt").write_text(f"Garden note {i}: water the {topic} at dawn.\n")
+    for twin in ("twin-a.txt", "twin-b.txt"):
+        (notes / twin).write_text("Garden rule: compost the weeds, never the seeds.\n")
+    ok(run("ingest", "notes", cwd=root))
+    return root
+
+
+@pytest.mark.parametrize("mode", ["--dense", "--lexical", "--hybrid"])
+def test_k_is_how_many_rows_every_mode_prints(many: Path, mode: str) -> None:
+    flags = [] if mode == "--hybrid" else [mode]
+    table = ok(run("query", "garden note water", "-k", "3", *flags, cwd=many))
+    header, *body = table.strip().splitlines()
+    assert header.split()[0] == "rank" and len(body) == 3
+    doc = json.loads(ok(run("query", "garden note water", "-k", "3", "--json", *flags, cwd=many)))
+    assert [r["rank"] for r in doc["results"]] == [1, 2, 3]
+    assert len({r["id"] for r in doc["results"]}) == 3
+
+
+def test_records_sharing_their_text_are_two_results(many: Path) -> None:
+    for flags in ([], ["--dense"], ["--lexical"]):
+        doc = json.loads(ok(run("query", "compost the weeds never the seeds", "-k", "2",
+                                "--json", *flags, cwd=many)))
+        assert sorted(r["path"] for r in doc["results"]) == ["notes/twin-a.txt",
+                                                              "notes/twin-b.txt"], flags
+    out = ok(run("query", "compost weeds", "-k", "2", "--explain", "--lexical", cwd=many))
+    assert "[lexical]" in out and "[dense]" not in out and "dedupe" not in out
 
 
 def test_query_text_with_search_syntax_is_safe(workdir: Path) -> None:

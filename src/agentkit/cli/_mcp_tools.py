@@ -290,11 +290,11 @@ class MemoryTools:
             raise ToolArgumentError("query is required: the text to recall by")
         query = _text(args["query"], "query")
         k, where = _k(args), _where(args)
-        items, _, _ = await _query.run(
+        items, found, _ = await _query.run(
             self.store, query, k=k, mode="hybrid", scope=scope, depth=self.depth, where=where
         )
         # The CLI's own JSON, so the two answers cannot drift apart.
-        doc = json.loads(_query.as_json(query, "hybrid", scope, items, None))
+        doc = json.loads(_query.as_json(query, "hybrid", scope, items, None, found))
         return {
             "items": [
                 {

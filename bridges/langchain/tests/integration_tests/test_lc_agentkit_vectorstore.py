@@ -19,8 +19,10 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.vectorstores import VectorStore
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 
-from agentkit.kernel import Scope
+from agentkit.interop import run_sync
+from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.state.memory import HybridMemory
 from agentkit.vector import HashingEmbedder, InMemoryVectorStore, SQLiteVectorStore
 
 ACME = Scope("acme", "support")
@@ -58,6 +60,18 @@ class TestScopedSQLiteStandard(VectorStoreIntegrationTests):
         ], "the other tenant's records were touched"
         store.close()
         other.close()
+
+
+class TestSQLiteHybridStandard(VectorStoreIntegrationTests):
+    """The suite again with similarity_search as agentkit's hybrid search."""
+
+    @pytest.fixture
+    def vectorstore(self, tmp_path: Path) -> Iterator[VectorStore]:  # type: ignore[override]
+        store = AgentkitVectorStore(
+            embedding=self.get_embeddings(), path=tmp_path / "h.db", search_mode="hybrid"
+        )
+        yield store
+        store.close()
 
 
 # -- beyond the standard suite -----------------------------------------------------------
@@ -190,6 +204,35 @@ def test_filter_dict_and_retriever(tmp_path: Path) -> None:
     assert {d.id for d in anyof} == {"1", "3"}
     retriever = store.as_retriever(search_kwargs={"k": 1, "filter": {"team": "logistics"}})
     assert [d.id for d in retriever.invoke("refund")] == ["3"]
+    store.close()
+
+
+def test_hybrid_search_mode_is_agentkits_one_hybrid_search(tmp_path: Path) -> None:
+    twin = "reset a password from the login page"
+    texts = [f"note {i} on refunds and shipping, case {i % 3}" for i in range(12)]
+    store = _hashing(tmp_path / "h.db", scope=ACME, search_mode="hybrid")
+    store.add_texts([*texts, twin, twin], ids=[*(f"n{i}" for i in range(12)), "a", "b"])
+    for k in (1, 3, 14):
+        assert len({d.id for d in store.similarity_search("refunds case 2", k=k)}) == k
+    # Two records with one text are two results, as the CLI and AgentkitStore find them.
+    assert {d.id for d in store.similarity_search(twin, k=2)} == {"a", "b"}
+    got = store.similarity_search_with_score("refunds shipping case 1", k=5)
+    want = run_sync(
+        lambda: HybridMemory(store.store).query("refunds shipping case 1", k=5, ctx=Ctx(ACME))
+    )
+    assert [(d.id, s) for d, s in got] == [(i.id, i.score) for i in want]
+    retriever = store.as_retriever(search_kwargs={"k": 2})
+    assert [d.id for d in retriever.invoke("refunds shipping case 1")] == [i.id for i in want[:2]]
+    relevance = store.similarity_search_with_relevance_scores("refunds shipping case 1", k=5)
+    assert all(0.0 <= r <= 1.0 for _, r in relevance) and relevance[0][1] > relevance[-1][1]
+    lexical = AgentkitVectorStore(store.store, scope=ACME, search_mode="lexical")
+    assert {d.id for d in lexical.similarity_search(twin, k=2)} == {"a", "b"}
+    with pytest.raises(NotImplementedError, match="BM25"):
+        lexical.similarity_search_with_relevance_scores(twin, k=2)
+    with pytest.raises(InvalidArgument, match="search_mode"):
+        AgentkitVectorStore(store.store, search_mode="sparse")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentType, match="lexical_search"):
+        AgentkitVectorStore(InMemoryVectorStore(HashingEmbedder()), search_mode="hybrid")
     store.close()
 
 

@@ -37,6 +37,7 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
+from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from agentkit.kernel import Scope
@@ -394,6 +395,32 @@ async def test_unindexed_items_are_never_ranked(api: Api) -> None:
     assert await api("list_namespaces") == [("t",)]
 
 
+async def test_items_sharing_their_text_are_all_found_as_langgraphs_own_store_finds_them(
+    api: Api,
+) -> None:
+    # One fact stored for three users, and three times on purpose: six items.
+    fact = {"text": "prefers replies in French"}
+    puts = [(("users",), key) for key in ("a", "b", "c")]
+    puts += [(("team", user), "lang") for user in ("u1", "u2", "u3")]
+    reference = InMemoryStore(index={"dims": 26, "embed": Letters(), "fields": ["text"]})
+    for namespace, key in [*puts, (("users",), "other"), (("team", "u1"), "other")]:
+        value = fact if key != "other" else {"text": "likes long walks"}
+        await api("put", namespace, key, value)
+        await reference.aput(namespace, key, value)
+    for prefix in (("users",), ("team",)):
+        stored = {p for p in puts if p[0][0] == prefix[0]}
+        ours = await api("search", prefix, query="replies in French")
+        theirs = await reference.asearch(prefix, query="replies in French")
+        assert len(ours) == len(theirs) == 4
+        assert {(i.namespace, i.key) for i in theirs[:3]} == stored
+        assert {(i.namespace, i.key) for i in ours[:3]} == stored
+        assert ours[3].key == theirs[3].key == "other"
+    everything = await api("search", (), query="replies in French", limit=10)
+    assert len(everything) == 8
+    assert {(i.namespace, i.key) for i in everything} >= set(puts)
+    assert len(await api("search", (), query="replies in French", limit=5)) == 5
+
+
 async def test_fields_decide_the_indexed_text(backend: Any) -> None:
     store = AgentkitStore(backend, index={"fields": ["title"]})
     await store.aput(("d",), "by-title", {"title": "quokka habits", "body": "nothing here"})
@@ -405,20 +432,21 @@ async def test_fields_decide_the_indexed_text(backend: Any) -> None:
     assert found[2].score is not None and found[2].score < found[1].score
 
 
+class Letters(Embeddings):
+    """Letter counts: a deterministic embedding that is not agentkit's own."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        row = [0.0] * 26
+        for ch in text.lower():
+            if "a" <= ch <= "z":
+                row[ord(ch) - 97] += 1.0
+        return row
+
+
 async def test_index_embed_is_used(tmp_path: Path) -> None:
-    class Letters(Embeddings):
-        """Letter counts: a deterministic embedding that is not agentkit's own."""
-
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [self.embed_query(t) for t in texts]
-
-        def embed_query(self, text: str) -> list[float]:
-            row = [0.0] * 26
-            for ch in text.lower():
-                if "a" <= ch <= "z":
-                    row[ord(ch) - 97] += 1.0
-            return row
-
     index: Any = {"dims": 26, "embed": Letters(), "fields": ["text"]}
     store = AgentkitStore(None, index=index)
     assert store.store.dim == 26
