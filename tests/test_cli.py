@@ -268,7 +268,8 @@ def test_mismatched_embedder_is_refused_clearly(workdir: Path) -> None:
     env = _env(AGENTKIT_MODEL="some/other-model")
     del env["AGENTKIT_EMBEDDER"]
     line = one_line_error(run("query", "x", "--dense", cwd=workdir, env=env))
-    assert "refusing to mix in 'some/other-model'" in line
+    assert "refusing to mix in 'some/other-model (sentence-transformers fp32)'" in line
+    assert "--embedder hashing" in line  # says how to use the store's own
     # a different hashing width is a different embedder
     result = subprocess.run(
         [sys.executable, "-c",
