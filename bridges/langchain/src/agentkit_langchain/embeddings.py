@@ -23,7 +23,7 @@ class AgentkitEmbeddings(Embeddings):
 
     Args:
         embedder: An agentkit ``Embedder`` (``HashingEmbedder``,
-            ``SentenceTransformerEmbedder``, ...).
+            ``OnnxEmbedder``, ``SentenceTransformerEmbedder``, ...).
 
     Raises:
         InvalidArgumentType: ``embedder`` has no ``embed``.
