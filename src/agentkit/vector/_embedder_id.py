@@ -7,7 +7,7 @@ engines were recorded, which all ran sentence-transformers in fp32), else
 (onnxruntime int8)"``.
 
 Two names may share a store when they make the same vectors. The rule, measured on the
-bundled MiniLM (docs/embedders.md): every fp32 engine of one model agrees with every
+bundled MiniLM (docs/sources.md): every fp32 engine of one model agrees with every
 other to cosine >= 0.9999 (onnxruntime fp32 against sentence-transformers on torch:
 1.000000 mean and min), so they are one vector space, and so is a legacy name; a lower
 precision agrees only to about 0.995 (int8: mean 0.995, 0.96 on very short texts), below
