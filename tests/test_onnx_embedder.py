@@ -157,6 +157,14 @@ def test_a_missing_truncated_or_foreign_model_file_is_one_line(tmp_path: Path) -
         OnnxEmbedder(path=folder)
     assert "cannot be loaded" in _one_line(exc, int8_file)
 
+    table = folder / "word_embeddings.bin"  # shared by both graphs: checked for both
+    data = table.read_bytes()
+    table.write_bytes(data[: len(data) // 3])
+    with pytest.raises(StoreError) as exc:
+        OnnxEmbedder("fp32", path=folder)
+    assert "truncated" in _one_line(exc, table)
+    table.write_bytes(data)
+
     int8_file.unlink()
     with pytest.raises(StoreError) as exc:
         OnnxEmbedder(path=folder)

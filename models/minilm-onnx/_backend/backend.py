@@ -41,6 +41,7 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIM = 384
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json's max_seq_length
+SHARED = "word_embeddings.bin"
 
 
 def _project() -> dict[str, Any]:
@@ -154,16 +155,20 @@ def _model_files(work: Path) -> dict[str, bytes]:
     )
     quantized = onnx.load_model(str(int8))
     onnx.helper.set_model_props(quantized, {**props, "agentkit.precision": "int8"})
-    onnx.save_model(quantized, str(int8))
+    # The word-embedding table (47 MB, a Gather: never quantised) is the same in both
+    # graphs: one copy beside them, which both reference as external data.
+    table = _share(onnx.load_model(str(fp32)), quantized, work)
     files = {
-        "fp32.onnx": fp32.read_bytes(),
-        "int8.onnx": int8.read_bytes(),
+        "fp32.onnx": (work / "fp32.shared.onnx").read_bytes(),
+        "int8.onnx": (work / "int8.shared.onnx").read_bytes(),
+        SHARED: table,
         "tokenizer.json": tokenizer,
     }
     manifest = {
         "model": MODEL_NAME,
         "dim": DIM,
         "max_seq_length": MAX_SEQ_LENGTH,
+        "shared": [SHARED],
         "source": {
             "package": _SOURCE_DIST,
             "version": _SOURCE_VERSION,
@@ -176,6 +181,30 @@ def _model_files(work: Path) -> dict[str, bytes]:
     }
     files["manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
     return files
+
+
+def _share(fp32: Any, int8: Any, work: Path) -> bytes:
+    """Move the word-embedding initializer of both models to one external file; write
+    the two models as ``*.shared.onnx`` in ``work`` and return the file's bytes."""
+    from onnx import TensorProto, external_data_helper
+
+    tables = []
+    for model in (fp32, int8):
+        (tensor,) = [t for t in model.graph.initializer if t.name == "word_embeddings"]
+        tables.append(tensor.raw_data)
+        external_data_helper.set_external_data(
+            tensor, SHARED, offset=0, length=len(tensor.raw_data)
+        )
+        tensor.data_location = TensorProto.EXTERNAL
+        tensor.ClearField("raw_data")
+    if tables[0] != tables[1]:
+        raise RuntimeError("quantisation changed the word embeddings; they cannot be shared")
+    import onnx
+
+    onnx.save_model(fp32, str(work / "fp32.shared.onnx"))
+    onnx.save_model(int8, str(work / "int8.shared.onnx"))
+    data: bytes = tables[0]
+    return data
 
 
 # --- PEP 517 hooks -----------------------------------------------------------------------

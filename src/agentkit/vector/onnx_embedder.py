@@ -155,16 +155,9 @@ def _session(path: Path, manifest: dict[str, Any], precision: str) -> Any:
     """An inference session on ``path``, after cheap checks that it is the right file:
     its size against the manifest (a truncated copy) and the model and precision the
     build wrote into it (another model's file put in its place)."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise _fail(path, "is missing") from None
-    expected = manifest.get("files", {}).get(path.name, {}).get("size")
-    if expected is not None and size != expected:
-        raise _fail(
-            path,
-            f"holds {size} bytes, not the {expected} it was built with (truncated or replaced)",
-        )
+    # The graph, and the tables it shares with the other precision's (external data).
+    for needed in (path, *(path.with_name(str(n)) for n in manifest.get("shared", []))):
+        _check_size(needed, manifest)
     try:
         import onnxruntime as ort  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
@@ -181,6 +174,19 @@ def _session(path: Path, manifest: dict[str, Any], precision: str) -> Any:
     if found != (DEFAULT_MODEL, precision):
         raise _fail(path, f"is not {DEFAULT_MODEL} {precision} (it says {found[0]!r} {found[1]!r})")
     return session
+
+
+def _check_size(path: Path, manifest: dict[str, Any]) -> None:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise _fail(path, "is missing") from None
+    expected = manifest.get("files", {}).get(path.name, {}).get("size")
+    if expected is not None and size != expected:
+        raise _fail(
+            path,
+            f"holds {size} bytes, not the {expected} it was built with (truncated or replaced)",
+        )
 
 
 def _tokenizer(path: Path, max_length: int) -> Any:
