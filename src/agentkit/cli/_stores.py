@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.cli._embedder_choice import check, make_embedder
+from agentkit.cli._progress import index_rebuilds
 from agentkit.kernel.errors import StoreError
 from agentkit.vector.sqlite import SQLiteVectorStore
 
@@ -136,8 +137,9 @@ async def open_store(
         recorded = await recorded_embedder(args.store)  # the store's own, as for SQLite
     store = _store(args, create=create, need_vectors=need_vectors, recorded=recorded)
     try:
-        async with store:
-            yield store
+        with index_rebuilds():
+            async with store:
+                yield store
     except sqlite3.OperationalError as exc:
         raise StoreError(f"store {args.store!r}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
