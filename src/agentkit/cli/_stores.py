@@ -131,10 +131,13 @@ async def open_store(
     A SQLite file that turns out damaged mid-command is named in the error.
     """
     recorded = None
-    if is_postgres(args.store) and args.choice is None and (need_vectors or args.hashing):
-        from agentkit.vector.postgres import recorded_embedder
+    if is_postgres(args.store) and (need_vectors or args.choice is not None):
+        from agentkit.vector.postgres import _redact, recorded_embedder
 
-        recorded = await recorded_embedder(args.store)  # the store's own, as for SQLite
+        # The store's own, as for SQLite: it decides, or it refuses a flag, before any
+        # model loads. The URL is named without its password.
+        recorded = await recorded_embedder(args.store)
+        check(args.choice, recorded, _redact(args.store))
     store = _store(args, create=create, need_vectors=need_vectors, recorded=recorded)
     try:
         with index_rebuilds():
