@@ -32,8 +32,10 @@ $(WHEELS)/.minilm: $(BIN)/python $(MODEL_SRC)
 	$(PIP) wheel --quiet --no-deps -w $(WHEELS) ./$(MODEL)
 	touch $@
 
+# The model wheel keeps its version when its build changes: reinstall it explicitly.
 $(VENV)/.installed: $(BIN)/python $(DEPS) $(WHEELS)/.minilm
 	$(PIP) install --quiet $(PKGS)
+	$(PIP) install --quiet --no-deps --force-reinstall $(WHEELS)/agentkit_minilm_onnx-*.whl
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed $(DEPS)
