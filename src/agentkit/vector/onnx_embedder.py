@@ -164,6 +164,10 @@ def _session(path: Path, manifest: dict[str, Any], precision: str) -> Any:
         raise StoreError(f"onnxruntime is not installed; run: {INSTALL_HINT}") from None
     options = ort.SessionOptions()
     options.log_severity_level = 3  # warnings about unused initialisers are noise here
+    # Idle worker threads sleep instead of spinning: on a busy machine (an agent, its
+    # model and this process sharing two cores) spinning took a query's encode from
+    # 6 ms to 20-55 ms, for no gain in ingest rate (bench/RESULTS.md, issue 27).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
