@@ -166,13 +166,14 @@ def cold_queries(db: Path, claims: list[str], runs: int) -> tuple[float, float]:
     return statistics.median(hybrid), statistics.median(lexical)
 
 
-async def mcp_ready(db: Path) -> float:
+async def mcp_ready(db: Path, flag: str) -> float:
     """Seconds from spawning ``agentkit-memory mcp`` to its first memory_search answer."""
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "agentkit.cli", "--store", str(db), "mcp"],
+        # The flag, since without one an st store is served by ONNX fp32 (same vectors).
+        args=["-m", "agentkit.cli", "--store", str(db), "mcp", "--embedder", flag],
         env=_env(),
         cwd=str(db.parent),
     )
@@ -269,7 +270,7 @@ def main() -> None:
                 FLAG[engine],
                 cwd=work,
             )
-            ready = asyncio.run(mcp_ready(demo))
+            ready = asyncio.run(mcp_ready(demo, FLAG[engine]))
             print(f"| {engine} | {ready:.2f} |", flush=True)
             print(f"RESULT embedder_{engine}_mcp_ready_s={ready:.3f}")
 
