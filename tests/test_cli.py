@@ -304,7 +304,8 @@ def test_mismatched_embedder_is_refused_clearly(workdir: Path) -> None:
     env = _env(AGENTKIT_MODEL="some/other-model")
     del env["AGENTKIT_EMBEDDER"]
     line = one_line_error(run("query", "x", "--dense", cwd=workdir, env=env))
-    assert "refusing to mix in 'some/other-model'" in line
+    assert "refusing to mix in 'some/other-model (sentence-transformers fp32)'" in line
+    assert "--embedder hashing" in line  # says how to use the store's own
     # a different hashing width is a different embedder
     result = subprocess.run(
         [sys.executable, "-c",
@@ -415,7 +416,9 @@ def test_a_missing_embedding_model_names_the_extra_to_install(
 
     monkeypatch.delenv("AGENTKIT_EMBEDDER", raising=False)
     monkeypatch.delenv("AGENTKIT_MODEL", raising=False)
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as without the extra
+    # As without the extra: neither the runtime nor the model package can be imported.
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    monkeypatch.setitem(sys.modules, "agentkit_minilm_onnx", None)
     db = tmp_path / "m.db"
     assert main(["--store", str(db), "ingest", str(NOTES / "gardening.txt")]) == 1
     line = capsys.readouterr().err.strip()

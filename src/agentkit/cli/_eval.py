@@ -134,7 +134,7 @@ async def evaluate(
     runs: dict[str, dict[str, list[str]]] = {}
     for mode in modes:
         memory = HybridMemory(store, mode=mode, depth=max(depth, want), weights=weights)
-        bar = Progress(len(qids), f"eval {mode}", enabled=progress)
+        bar = Progress(len(qids), f"eval {mode}", unit="queries", enabled=progress)
         ranked_by_q: dict[str, list[str]] = {}
         start = time.perf_counter()
         for qid in qids:

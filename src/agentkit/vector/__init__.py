@@ -1,7 +1,7 @@
 """The vector seam and the stores behind it.
 
 The durable stores and the model-backed embedder import lazily, so ``import
-agentkit.vector`` never pays for sqlite schemas, psycopg or torch it does not use.
+agentkit.vector`` never pays for sqlite schemas, psycopg, onnxruntime or torch it does not use.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ _LAZY = {
     "SQLiteVectorStore": "agentkit.vector.sqlite",
     "PostgresVectorStore": "agentkit.vector.postgres",
     "SentenceTransformerEmbedder": "agentkit.vector.sentence",
+    "OnnxEmbedder": "agentkit.vector.onnx_embedder",
 }
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "HashingEmbedder",
     "InMemoryVectorStore",
     "LexicalPort",
+    "OnnxEmbedder",
     "PostgresVectorStore",
     "SQLiteVectorStore",
     "SentenceTransformerEmbedder",

@@ -34,8 +34,9 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import tantivy
 
@@ -378,7 +379,9 @@ class LexicalIndexes:
             return
         tmp = path.with_suffix(".tmp")
         body = {
-            "store": self.store_id, "scope": list(bucket), "gen": gen,
+            "store": self.store_id,
+            "scope": list(bucket),
+            "gen": gen,
             "analyzer": ANALYZER_VERSION,
         }
         tmp.write_text(json.dumps(body, ensure_ascii=False))
@@ -422,16 +425,37 @@ def _disk_index(path: Path, *, create: bool) -> tantivy.Index:
     return index
 
 
+#: Set by the command line to show a long rebuild: called with the scope ("ORG/DOMAIN",
+#: "-" when unscoped) and its row count, it returns something with ``update(n)`` and
+#: ``close()``. Rebuilds of one batch or less are not reported.
+rebuild_progress: Callable[[str, int], Any] | None = None
+
+
 def _fill(index: tantivy.Index, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
     """Replace everything in ``index`` with the scope's rows in ``conn``'s snapshot."""
-    with _committed(index) as writer:
-        writer.delete_all_documents()
-        rows = conn.execute(
-            "SELECT rowid, text FROM chunks WHERE org = ? AND domain = ?", bucket
+    report, bar = rebuild_progress, None
+    if report is not None:
+        total = int(
+            conn.execute(
+                "SELECT count(*) FROM chunks WHERE org = ? AND domain = ?", bucket
+            ).fetchone()[0]
         )
-        while batch := rows.fetchmany(_BATCH):
-            for rowid, text in batch:
-                writer.add_document(_document(int(rowid), text))
+        if total > _BATCH:
+            bar = report("/".join(bucket) if any(bucket) else "-", total)
+    try:
+        with _committed(index) as writer:
+            writer.delete_all_documents()
+            rows = conn.execute(
+                "SELECT rowid, text FROM chunks WHERE org = ? AND domain = ?", bucket
+            )
+            while batch := rows.fetchmany(_BATCH):
+                for rowid, text in batch:
+                    writer.add_document(_document(int(rowid), text))
+                if bar is not None:
+                    bar.update(len(batch))
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 @contextlib.contextmanager

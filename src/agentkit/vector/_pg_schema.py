@@ -14,6 +14,7 @@ from psycopg import sql
 
 from agentkit.kernel.errors import StoreError
 from agentkit.vector import _pg_bm25
+from agentkit.vector._embedder_id import same_vectors
 from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE
 
 # 2: BM25 statistics tables and their triggers. 3: per-term bounds (max tf, shortest
@@ -140,7 +141,7 @@ async def ensure_schema(
                     f"collection {collection!r} has schema version {version}, newer than this "
                     f"agentkit understands ({SCHEMA_VERSION}); upgrade agentkit-memory"
                 )
-            if dim is not None and (width, name) != (dim, embedder):
+            if dim is not None and (width != dim or not same_vectors(name, str(embedder))):
                 width, name = await _rebuild_if_empty(
                     conn, collection, (width, name), (dim, str(embedder))
                 )

@@ -32,6 +32,7 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.validate import check_k, check_query, check_where
 from agentkit.vector import _pg_bm25
+from agentkit.vector._embedder_id import MIX_HINT, embedder_name, same_vectors
 from agentkit.vector._forgetting import (
     SCAN_LIMIT,
     check_forget_where,
@@ -57,17 +58,6 @@ _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 COPY_THRESHOLD = 256
 # Loads at least this large refresh the planner's statistics before committing.
 ANALYZE_THRESHOLD = 5000
-
-
-def embedder_name(embedder: object) -> str:
-    """What the registry records: the model when the embedder names one, else its class.
-
-    Spelled as the SQLite store spells it, so one embedder has one name everywhere.
-    """
-    model = getattr(embedder, "model_name", None)
-    if isinstance(model, str) and model:
-        return model
-    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
 
 
 # One document per distinct (corpus, path, doc_id) among rows naming a path or a doc_id;
@@ -329,10 +319,10 @@ class PostgresVectorStore:
                 f"({info.embedder}) or another collection"
             )
         name = embedder_name(self.embedder)
-        if info.embedder != name:
+        if not same_vectors(info.embedder, name):
             raise StoreError(
                 f"collection {self.collection!r} was built with embedder {info.embedder!r}, "
-                f"not {name!r}; vectors from different models cannot be compared"
+                f"not {name!r}; vectors from different models cannot be compared. " + MIX_HINT
             )
         return info, self.embedder
 

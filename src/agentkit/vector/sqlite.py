@@ -58,6 +58,7 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.vector._embedder_id import embedder_name as embedder_name
 from agentkit.vector._fair_pool import FairPool
 from agentkit.vector._forgetting import (
     SCAN_LIMIT,
@@ -78,7 +79,6 @@ from agentkit.vector._sqlite_schema import (
     store_id,
     touch,
 )
-from agentkit.vector._sqlite_schema import embedder_name as embedder_name
 from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
 from agentkit.vector.stats import ScopeStats, StoreStats, bytes_under, scope_of
 
