@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 
 from agentkit.kernel import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, InvalidFilter, StoreError
 from agentkit.vector import Chunk, HashingEmbedder, LexicalPort, VectorPort
 from agentkit.vector.postgres import COPY_THRESHOLD, PostgresVectorStore
 
@@ -91,8 +91,8 @@ async def test_empty_string_ids_are_the_unset_bucket(store: PostgresVectorStore)
         ({"flag": 1}, set()),  # a bool never equals an int
         ({"missing": None}, set()),  # absence never matches
         ({"lang": []}, set()),
-        ({"lang": {"not": "pushable"}}, set()),
-        ({"lang": ["en", {"odd": 1}]}, {"c1", "c2"}),  # partly pushable: re-checked
+        ({"lang": {"$in": ["fr", "de"]}, "n": {"$lte": 1}}, {"c4"}),
+        ({"$or": [{"flag": True}, {"n": {"$lt": 1.5}}]}, {"c1", "c3", "c4"}),
     ],
 )
 async def test_where_filters(
@@ -105,6 +105,14 @@ async def test_where_filters(
         "cat cats dogs postgres hnsw", k=10, scope=ACME, where=where
     )
     assert {c.id for _, c in lexical} == expected
+
+
+@pytest.mark.parametrize("where", [{"lang": {"not": "an operator"}}, {"lang": ["en", {"o": 1}]}])
+async def test_a_dict_value_is_an_operator_dict_or_refused(
+    store: PostgresVectorStore, where: dict[str, object]
+) -> None:
+    with pytest.raises(InvalidFilter, match="'lang'"):
+        await store.search("cats", k=10, scope=ACME, where=where)
 
 
 async def test_filtered_search_fills_k_when_matches_are_rare(store: PostgresVectorStore) -> None:
@@ -222,9 +230,7 @@ async def test_newer_schema_version_is_refused(
 ) -> None:
     await store.count()
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE agentkit_schema SET version = 99 WHERE collection = %s", (collection,)
-        )
+        conn.execute("UPDATE agentkit_schema SET version = 99 WHERE collection = %s", (collection,))
     with pytest.raises(StoreError, match="schema version 99"):
         await make_store().count()
 

@@ -306,6 +306,14 @@ def _key_tests(key: str, value: Any, at: str, budget: list[int]) -> Where:
 def _field(key: str, op: Op, name: str | None, operand: Any, at: str, budget: list[int]) -> Field:
     spelt = name or ("any-of list" if op == "in" else "equality")
     _spend(budget, 1, at)
+    if "\x00" in key or (isinstance(operand, str) and "\x00" in operand) or (
+        isinstance(operand, _ANY_OF) and any(isinstance(v, str) and "\x00" in v for v in operand)
+    ):
+        raise InvalidFilter(
+            f"{at}: {spelt} on key {key!r} holds a NUL character, which no durable store "
+            "keeps in metadata",
+            key=key, operator=name, path=at,
+        )
 
     def wrong(expected: str) -> InvalidFilter:
         return InvalidFilter(

@@ -6,24 +6,21 @@ Nothing here touches a connection, so all of it is checked before a query is sen
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from psycopg import sql
 
 from agentkit.kernel import validate
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.where import And, Field, Not, Where
 from agentkit.vector.port import MAX_QUERY_TERMS, check_chunks
 
 SCHEMA_TABLE = "agentkit_schema"
 # When each (collection, scope) last lost records: row updated_at cannot say it.
 WRITES_TABLE = "agentkit_writes"
 # The store's own tables (the BM25 statistics are named in _pg_bm25).
-_RESERVED = frozenset(
-    {SCHEMA_TABLE, WRITES_TABLE, "agentkit_lex_scopes", "agentkit_lex_terms"}
-)
+_RESERVED = frozenset({SCHEMA_TABLE, WRITES_TABLE, "agentkit_lex_scopes", "agentkit_lex_terms"})
 _COLLECTION = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 # Words only: letters and digits (no "_", which the text parser splits on anyway).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -78,51 +75,71 @@ def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
     return list(rows.values())
 
 
-def _pushable(value: Any) -> bool:
-    # Only scalars whose jsonb equality agrees with matches_where's Python equality.
-    if value is None or isinstance(value, (str, bool, int)):
-        return True
-    return isinstance(value, float) and math.isfinite(value)
+def where_clause(where: Where | None) -> tuple[sql.Composable, dict[str, Any]]:
+    """``where`` compiled to jsonb SQL, as `` AND (...)``, with its parameters.
 
-
-def where_clause(
-    where: Mapping[str, Any] | None,
-) -> tuple[sql.Composable, dict[str, Any], bool]:
-    """``where`` as jsonb containment, plus whether it was pushed down entirely.
-
-    Containment can only narrow to candidates; every row is re-checked in Python with
-    matches_where, so a key we cannot express is simply left to that re-check (and the
-    caller over-fetches). Any-of values become an OR of containments. Placeholders are
-    named ``w0``, ``w1``, ... so the caller can name its own parameters too.
+    Equality is jsonb containment (``metadata @> '{"k": v}'``: JSON types kept, ``1``
+    equals ``1.0``, ``true`` is not ``1``), which the table's GIN index serves.
+    Orderings test ``jsonb_typeof`` first: numbers compare as jsonb numbers (exact
+    numeric), strings as text in the "C" collation (code point order, the reference
+    evaluator's, whatever the database's collation). Every test is true or false, never
+    NULL, so ``NOT`` is the exact complement. Placeholders are named ``w0``, ``w1``,
+    ... so the caller can name its own parameters too. The whole filter is in the SQL:
+    nothing is left to re-check.
     """
-    if not where:
-        return sql.SQL(""), {}, True
-    parts: list[sql.Composable] = []
+    if where is None:
+        return sql.SQL(""), {}
     params: dict[str, Any] = {}
-    complete = True
+    return sql.SQL(" AND ") + _node(where, params), params
 
-    def param(key: str, value: Any) -> sql.Composable:
-        name = f"w{len(params)}"
-        params[name] = json.dumps({key: value})
-        return sql.SQL("metadata @> {}::jsonb").format(sql.Placeholder(name))
 
-    for key, wanted in where.items():
-        if isinstance(wanted, (list, tuple, set, frozenset)):
-            options = list(wanted)
-            if not options:
-                return sql.SQL(" AND FALSE"), {}, True
-            if not all(_pushable(v) for v in options):
-                complete = False
-                continue
-            ors = sql.SQL(" OR ").join(param(key, v) for v in options)
-            parts.append(sql.SQL("({})").format(ors))
-        elif _pushable(wanted):
-            parts.append(param(key, wanted))
+def _param(params: dict[str, Any], value: Any) -> sql.Composable:
+    name = f"w{len(params)}"
+    params[name] = value
+    return sql.Placeholder(name)
+
+
+def _node(where: Where, params: dict[str, Any]) -> sql.Composable:
+    if isinstance(where, Field):
+        return _field(where, params)
+    if isinstance(where, Not):
+        return sql.SQL("NOT {}").format(_node(where.part, params))
+    joiner = sql.SQL(" AND " if isinstance(where, And) else " OR ")
+    return sql.SQL("({})").format(joiner.join(_node(p, params) for p in where.parts))
+
+
+def _contains(params: dict[str, Any], key: str, value: Any) -> sql.Composable:
+    doc = json.dumps({key: value}, ensure_ascii=False, allow_nan=False)
+    return sql.SQL("(metadata @> {}::jsonb)").format(_param(params, doc))
+
+
+def _field(field: Field, params: dict[str, Any]) -> sql.Composable:
+    op, key, value = field.op, field.key, field.value
+    test: sql.Composable
+    if op == "exists":
+        test = sql.SQL("(metadata ? {})").format(_param(params, key))
+        return test if value else sql.SQL("NOT {}").format(test)
+    if op in ("eq", "ne"):
+        test = _contains(params, key, value)
+        return test if op == "eq" else sql.SQL("NOT {}").format(test)
+    if op in ("in", "nin"):
+        if not value:
+            test = sql.SQL("(FALSE)")
         else:
-            complete = False
-    if not parts:
-        return sql.SQL(""), {}, complete
-    return sql.SQL(" AND ") + sql.SQL(" AND ").join(parts), params, complete
+            ors = sql.SQL(" OR ").join(_contains(params, key, v) for v in value)
+            test = sql.SQL("({})").format(ors)
+        return test if op == "in" else sql.SQL("NOT {}").format(test)
+    sign = sql.SQL({"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op])
+    name = _param(params, key)
+    if isinstance(value, str):
+        return sql.SQL(
+            "coalesce(jsonb_typeof(metadata -> {k}) = 'string'"
+            ' AND (metadata ->> {k}) COLLATE "C" {s} {v}, false)'
+        ).format(k=name, s=sign, v=_param(params, value))
+    return sql.SQL(
+        "coalesce(jsonb_typeof(metadata -> {k}) = 'number' AND (metadata -> {k}) {s} {v}::jsonb,"
+        " false)"
+    ).format(k=name, s=sign, v=_param(params, json.dumps(value)))
 
 
 def query_words(query: str) -> str | None:
