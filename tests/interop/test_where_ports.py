@@ -1,0 +1,142 @@
+"""The where language through LangChain ports, on the real stores: stated exactly in
+each store's own filter, or refused naming the operator and the store.
+
+Each store holds the same records in two tenants; every answer is compared with the
+reference evaluator, and none ever holds the other tenant's record.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import chromadb
+import faiss
+import pytest
+from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
+from langchain_chroma import Chroma
+from langchain_community.docstore.in_memory import InMemoryDocstore
+from langchain_community.vectorstores import FAISS
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient, models
+
+from agentkit.kernel import Scope
+from agentkit.kernel.errors import UnsupportedOperation
+from agentkit.kernel.where import parse_where
+from agentkit.vector import Chunk, HashingEmbedder
+
+DIM = 64
+ACME = Scope("acme", "support")
+GLOBEX = Scope("globex", "support")
+RECORDS = [
+    ("r1", {"team": "billing", "year": 2018, "name": "alpha"}),
+    ("r2", {"team": "billing", "year": 2021, "pinned": True, "name": "mike"}),
+    ("r3", {"team": "support", "year": 2020.0, "name": "zulu"}),
+    ("r4", {"team": "logistics", "year": 2022, "pinned": False}),
+    ("r5", {"year": 2019, "name": "nora"}),  # no team
+    ("r6", {"team": "support", "pinned": True}),  # no year
+]
+
+FILTERS: dict[str, dict[str, Any]] = {
+    "gte": {"year": {"$gte": 2020}},
+    "or": {"$or": [{"team": "billing"}, {"year": {"$lt": 2019}}]},
+    "ne": {"team": {"$ne": "billing"}},
+    "nin": {"team": {"$nin": ["billing", "support"]}},
+    "in-mixed": {"year": {"$in": [2018, 2020.0, 1999]}},
+    "int-finds-float": {"year": {"$in": [2020, 2021.0]}, "team": {"$eq": "support"}},
+    "not": {"$not": {"year": {"$gte": 2020}}},
+    "not-eq": {"$not": {"$or": [{"team": "billing"}, {"pinned": True}]}},
+    "exists": {"team": {"$exists": False}},
+    "str-order": {"name": {"$gt": "m"}},
+    "range-and": {"$and": [{"year": {"$gte": 2018}}, {"year": {"$lte": 2021}}],
+                  "pinned": True},
+}
+# What each store cannot state exactly: the operator its refusal must name.
+REFUSED: dict[str, dict[str, str]] = {
+    "lc-chroma": {"not": "$not", "exists": "$exists", "str-order": "$gt"},
+    "lc-qdrant": {"exists": "$exists", "str-order": "$gt"},
+    "lc-faiss": {},
+    "lc-inmemory": {},
+}
+STORE_NAMES = {"lc-chroma": "Chroma", "lc-qdrant": "Qdrant"}
+
+
+def _embeddings() -> AgentkitEmbeddings:
+    return AgentkitEmbeddings(HashingEmbedder(dim=DIM))
+
+
+def _chroma() -> tuple[Any, Callable[[], None]]:
+    client, name = chromadb.EphemeralClient(), "c" + uuid.uuid4().hex
+    store = Chroma(collection_name=name, client=client, embedding_function=_embeddings())
+    return store, lambda: client.delete_collection(name)
+
+
+def _qdrant() -> tuple[Any, Callable[[], None]]:
+    client, name = QdrantClient(location=":memory:"), "c" + uuid.uuid4().hex
+    client.create_collection(
+        name, vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    )
+    return QdrantVectorStore(client=client, collection_name=name,
+                             embedding=_embeddings()), client.close
+
+
+def _faiss() -> tuple[Any, Callable[[], None]]:
+    store = FAISS(embedding_function=_embeddings(), index=faiss.IndexFlatL2(DIM),
+                  docstore=InMemoryDocstore(), index_to_docstore_id={})
+    return store, lambda: None
+
+
+def _inmemory() -> tuple[Any, Callable[[], None]]:
+    return InMemoryVectorStore(_embeddings()), lambda: None
+
+
+MAKERS = {"lc-chroma": _chroma, "lc-qdrant": _qdrant, "lc-faiss": _faiss,
+          "lc-inmemory": _inmemory}
+
+
+@pytest.fixture(params=sorted(MAKERS))
+def port(request: pytest.FixtureRequest) -> Iterator[tuple[str, LangChainVectorPort]]:
+    store, close = MAKERS[request.param]()
+    yield request.param, LangChainVectorPort(store)
+    close()
+
+
+async def test_operator_filters_exact_or_refused_by_name(
+    port: tuple[str, LangChainVectorPort]
+) -> None:
+    name, vp = port
+    chunks = [Chunk(cid, f"ledger entry {cid}", meta) for cid, meta in RECORDS]
+    await vp.upsert(chunks, scope=ACME)
+    await vp.upsert(chunks, scope=GLOBEX)
+    for label, where in FILTERS.items():
+        tree = parse_where(where)
+        assert tree is not None
+        expected = {cid for cid, meta in RECORDS if tree.matches(meta)}
+        refused = REFUSED[name].get(label)
+        if refused is not None:
+            with pytest.raises(UnsupportedOperation) as info:
+                await vp.search("ledger entry", k=20, scope=ACME, where=where)
+            assert refused in str(info.value), (label, str(info.value))
+            assert STORE_NAMES[name] in str(info.value)
+            continue
+        hits = await vp.search("ledger entry", k=20, scope=ACME, where=where)
+        assert {c.id for _, c in hits} == expected, (name, label)
+        few = await vp.search("ledger entry", k=2, scope=ACME, where=where)
+        assert len(few) == min(2, len(expected)), (name, label)
+
+
+async def test_operator_spellings_never_reach_another_tenant(
+    port: tuple[str, LangChainVectorPort]
+) -> None:
+    _, vp = port
+    await vp.upsert([Chunk("m", "ledger mine", {"t": 1})], scope=ACME)
+    await vp.upsert([Chunk("g", "ledger theirs", {"t": 1, "org_id": "acme"})], scope=GLOBEX)
+    for where in (
+        {"$or": [{"t": 1}, {"t": {"$gte": 0}}]},
+        {"org_id": "acme"},
+        {"t": {"$in": [1, 2]}, "$or": [{"t": 1}, {"t": 2}]},
+    ):
+        hits = await vp.search("ledger", k=10, scope=ACME, where=where)
+        assert {c.id for _, c in hits} <= {"m"}
