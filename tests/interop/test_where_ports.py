@@ -140,3 +140,83 @@ async def test_operator_spellings_never_reach_another_tenant(
     ):
         hits = await vp.search("ledger", k=10, scope=ACME, where=where)
         assert {c.id for _, c in hits} <= {"m"}
+
+
+# --- the same through LlamaIndex ports ------------------------------------------------
+
+
+def _li_embedding() -> Any:
+    from agentkit_llamaindex import AgentkitEmbedding
+
+    return AgentkitEmbedding(HashingEmbedder(dim=DIM))
+
+
+def _li_simple() -> tuple[Any, Callable[[], None]]:
+    from agentkit_llamaindex import LlamaIndexVectorPort
+    from llama_index.core import VectorStoreIndex
+
+    return LlamaIndexVectorPort(VectorStoreIndex(nodes=[], embed_model=_li_embedding())), \
+        lambda: None
+
+
+def _li_chroma() -> tuple[Any, Callable[[], None]]:
+    from agentkit_llamaindex import LlamaIndexVectorPort
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    client, name = chromadb.EphemeralClient(), "c" + uuid.uuid4().hex
+    store = ChromaVectorStore(chroma_collection=client.create_collection(name))
+    port = LlamaIndexVectorPort.from_vector_store(store, embed_model=_li_embedding())
+    return port, lambda: client.delete_collection(name)
+
+
+def _li_qdrant() -> tuple[Any, Callable[[], None]]:
+    from agentkit_llamaindex import LlamaIndexVectorPort
+    from llama_index.vector_stores.qdrant import QdrantVectorStore as LiQdrant
+
+    client = QdrantClient(location=":memory:")
+    store = LiQdrant(client=client, collection_name="c" + uuid.uuid4().hex)
+    port = LlamaIndexVectorPort.from_vector_store(store, embed_model=_li_embedding())
+    return port, client.close
+
+
+LI_MAKERS = {"li-simple": _li_simple, "li-chroma": _li_chroma, "li-qdrant": _li_qdrant}
+LI_RECORDS = [(cid, {k: v for k, v in meta.items() if k != "pinned"}) for cid, meta in RECORDS]
+LI_FILTERS: dict[str, dict[str, Any]] = {
+    label: where for label, where in FILTERS.items() if "pinned" not in repr(where)
+}
+LI_REFUSED: dict[str, dict[str, str]] = {
+    "li-simple": {"gte": "$gte", "or": "$or", "not": "$not", "exists": "$exists",
+                  "str-order": "$gt", "in-mixed": "$in", "int-finds-float": "$in"},
+    "li-chroma": {"not": "$not", "exists": "$exists", "str-order": "$gt"},
+    "li-qdrant": {"exists": "$exists", "str-order": "$gt"},
+}
+
+
+@pytest.fixture(params=sorted(LI_MAKERS))
+def li_port(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any]]:
+    port, close = LI_MAKERS[request.param]()
+    yield request.param, port
+    close()
+
+
+async def test_llamaindex_ports_state_operators_exactly_or_refuse(
+    li_port: tuple[str, Any]
+) -> None:
+    name, vp = li_port
+    chunks = [Chunk(cid, f"ledger entry {cid}", meta) for cid, meta in LI_RECORDS]
+    await vp.upsert(chunks, scope=ACME)
+    await vp.upsert(chunks, scope=GLOBEX)
+    store = name.split("-")[1]
+    for label, where in LI_FILTERS.items():
+        tree = parse_where(where)
+        assert tree is not None
+        expected = {cid for cid, meta in LI_RECORDS if tree.matches(meta)}
+        refused = LI_REFUSED[name].get(label)
+        if refused is not None:
+            with pytest.raises(UnsupportedOperation) as info:
+                await vp.search("ledger entry", k=20, scope=ACME, where=where)
+            assert refused in str(info.value), (label, str(info.value))
+            assert store in str(info.value).lower()
+            continue
+        hits = await vp.search("ledger entry", k=20, scope=ACME, where=where)
+        assert {c.id for _, c in hits} == expected, (name, label)
