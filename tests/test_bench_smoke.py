@@ -37,6 +37,8 @@ TIMEOUT = 300.0  # seconds per script: only a hang gets near it
 # Script -> arguments. "{beir}" is the tiny BEIR folder, "{tmp}" a folder of the run's own.
 # The smallest sizes each script accepts; where one is larger than it looks, why:
 SMOKE: dict[str, tuple[str, ...]] = {
+    # Enough records that the 0.1% filter still matches some.
+    "filtered_search": ("--n", "2000", "--queries", "3", "--lc-n", "200", "--rounds", "2"),
     "import_rate": ("--n", "20", "--n-embed", "8", "--n-hashing", "20", "--rounds", "1"),
     "ingest_query": ("{beir}", "--n", "5", "--queries", "3", "--big", "30"),
     "langchain_fanout": ("--repeat", "1", "--delay", "0.001"),

@@ -81,6 +81,9 @@ from agentkit.vector.stats import ScopeStats, StoreStats, bytes_under, scope_of
 
 _T = TypeVar("_T")
 _MAX_WINDOW = 1 << 30
+# A where admitting (or refusing) at most this many of a scope's rows goes into the
+# word index's query as a rowid set; past it the ranking is read deeper and filtered.
+_TERM_SET_ROWS = 2_000
 _MAX_ROWID = (1 << 63) - 1
 
 # Readers per store: enough that one slow query leaves room for the others.
@@ -905,21 +908,36 @@ class SQLiteVectorStore:
         out: list[tuple[float, Chunk]] = []
         only: Sequence[int] | None = None
         without: Sequence[int] | None = None
+        keep: npt.NDArray[np.int64] | None = None  # admitted rowids, sorted
+        window = k
         if where is not None:
             admitted, refused = self._row_filter.admitted(conn, bucket, gen, where)
             if not len(admitted):
                 return []
-            if len(admitted) <= len(refused):
+            if len(admitted) <= _TERM_SET_ROWS:
                 only = admitted.tolist()
-            elif len(refused):
-                without = refused.tolist()
-        offset, window = 0, min(k, _MAX_WINDOW)
+            elif len(refused) <= _TERM_SET_ROWS:
+                without = refused.tolist() or None
+            else:
+                # Many rows either way: a term set that large costs more than reading
+                # the ranking a little deeper and keeping the admitted rowids.
+                keep = np.sort(admitted)
+                share = len(admitted) / (len(admitted) + len(refused))
+                window = math.ceil(2 * k / share)
+        offset, window = 0, min(window, _MAX_WINDOW)
         try:
             while len(out) < k:
                 ranked = lexical.search(
                     conn, bucket, gen, tokens, window, offset, only=only, without=without
                 )
-                self._collect(conn, ranked, bucket, k, where, out)
+                if keep is not None and ranked:
+                    found = np.fromiter((r for _, r in ranked), np.int64, len(ranked))
+                    at = np.minimum(np.searchsorted(keep, found), len(keep) - 1)
+                    hits = keep[at] == found
+                    self._collect(conn, [h for h, ok in zip(ranked, hits, strict=True) if ok],
+                                  bucket, k, where, out)
+                else:
+                    self._collect(conn, ranked, bucket, k, where, out)
                 if len(ranked) < window:
                     break
                 offset += window
