@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -400,3 +401,41 @@ async def test_a_store_follows_sequential_event_loops(
     finally:
         release.set()
         await asyncio.to_thread(holder.join)
+
+
+async def test_indexed_keys_serve_range_filters(
+    make_store: Any, pg_url: str, collection: str
+) -> None:
+    """``indexed_keys`` keeps a btree on ``metadata -> key``; the compiled range filter
+    is that very expression, so the planner reads the index instead of every row."""
+    import psycopg
+
+    store = make_store(indexed_keys=["year"])
+    chunks = [Chunk(f"r{i}", f"note {i}", {"year": 1900 + i % 200}) for i in range(2000)]
+    await store.upsert(chunks, scope=ACME)
+    hits = await store.search("note", k=5, scope=ACME, where={"year": {"$lt": 1901}})
+    assert len(hits) == 5 and all(c.metadata["year"] == 1900 for _, c in hits)
+    from psycopg import sql
+
+    from agentkit.kernel.where import parse_where
+    from agentkit.vector._pg_sql import where_clause
+
+    clause, params = where_clause(parse_where({"year": {"$lt": 1901}, "x": {"$exists": True}}))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(collection)))
+        conn.execute("SET enable_seqscan = off")
+        stmt = sql.SQL(
+            "EXPLAIN SELECT id FROM {t} WHERE org_id = 'acme' AND domain_id = 'support'{w}"
+        ).format(t=sql.Identifier(collection), w=clause)
+        plan = "\n".join(r[0] for r in conn.execute(stmt, params))
+        names = [r[0] for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s", (collection,)
+        )]
+    index = next(n for n in names if "_mk_" in n)
+    assert index in plan, plan
+
+
+async def test_indexed_keys_are_checked(make_store: Any) -> None:
+    for bad in ("year", [""], [3], ["a\x00b"]):
+        with pytest.raises((InvalidArgument, InvalidArgumentType)):
+            make_store(indexed_keys=bad)

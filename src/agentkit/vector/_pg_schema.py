@@ -14,7 +14,7 @@ from psycopg import sql
 
 from agentkit.kernel.errors import StoreError
 from agentkit.vector import _pg_bm25
-from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE
+from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE, key_index
 
 # 2: BM25 statistics tables and their triggers. 3: per-term bounds (max tf, shortest
 # document per tf) beside df, kept by renamed trigger functions. Older collections are
@@ -49,6 +49,7 @@ async def ensure_schema(
     create: bool,
     hnsw_m: int,
     hnsw_ef_construction: int,
+    indexed_keys: tuple[str, ...] = (),
 ) -> SchemaInfo:
     """Create the extension, the registry and the collection's table if missing.
 
@@ -183,6 +184,13 @@ async def ensure_schema(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata jsonb_path_ops)"
             ).format(i=sql.Identifier(f"{collection}_meta"), t=table)
         )
+        for key in indexed_keys:  # range filters on these keys are served by a btree
+            index, expression = key_index(collection, key)
+            await conn.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({e})").format(
+                    i=index, t=table, e=expression
+                )
+            )
         if not existed or found is None or version < SCHEMA_VERSION:
             await _pg_bm25.install(conn, collection, fresh=not existed)
             if version < SCHEMA_VERSION:

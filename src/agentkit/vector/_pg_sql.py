@@ -5,6 +5,7 @@ Nothing here touches a connection, so all of it is checked before a query is sen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -75,6 +76,30 @@ def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
     return list(rows.values())
 
 
+def key_index(collection: str, key: str) -> tuple[sql.Identifier, sql.Composable]:
+    """The name and the indexed expression of ``indexed_keys``' index on ``key``: a
+    btree on ``metadata -> key`` (jsonb order), which serves the orderings below."""
+    digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
+    return sql.Identifier(f"{collection}_mk_{digest}"), sql.SQL("(metadata -> {})").format(
+        sql.Literal(key)
+    )
+
+
+def check_indexed_keys(keys: object) -> tuple[str, ...]:
+    """``indexed_keys``: metadata keys (non-empty str, no NUL) to keep a btree on."""
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple, set, frozenset)):
+        raise InvalidArgumentType(
+            f"indexed_keys must be a list of metadata keys, got {type(keys).__name__}"
+        )
+    out: list[str] = []
+    for key in keys:
+        if not isinstance(key, str) or not key or "\x00" in key:
+            raise InvalidArgument(f"indexed_keys holds {key!r}; each must be a non-empty str")
+        validate.check_unicode(key, "indexed_keys")
+        out.append(key)
+    return tuple(dict.fromkeys(out))
+
+
 def where_clause(where: Where | None) -> tuple[sql.Composable, dict[str, Any]]:
     """``where`` compiled to jsonb SQL, as `` AND (...)``, with its parameters.
 
@@ -99,13 +124,16 @@ def _param(params: dict[str, Any], value: Any) -> sql.Composable:
     return sql.Placeholder(name)
 
 
-def _node(where: Where, params: dict[str, Any]) -> sql.Composable:
+def _node(where: Where, params: dict[str, Any], negated: bool = False) -> sql.Composable:
+    """``negated``: under a NOT, where a test must be true or false, never NULL. Outside
+    one, NULL reads as false for AND/OR alike, so an ordering stays a bare comparison
+    the planner can serve from an index."""
     if isinstance(where, Field):
-        return _field(where, params)
+        return _field(where, params, negated)
     if isinstance(where, Not):
-        return sql.SQL("NOT {}").format(_node(where.part, params))
+        return sql.SQL("NOT {}").format(_node(where.part, params, True))
     joiner = sql.SQL(" AND " if isinstance(where, And) else " OR ")
-    return sql.SQL("({})").format(joiner.join(_node(p, params) for p in where.parts))
+    return sql.SQL("({})").format(joiner.join(_node(p, params, negated) for p in where.parts))
 
 
 def _contains(params: dict[str, Any], key: str, value: Any) -> sql.Composable:
@@ -113,7 +141,7 @@ def _contains(params: dict[str, Any], key: str, value: Any) -> sql.Composable:
     return sql.SQL("(metadata @> {}::jsonb)").format(_param(params, doc))
 
 
-def _field(field: Field, params: dict[str, Any]) -> sql.Composable:
+def _field(field: Field, params: dict[str, Any], negated: bool) -> sql.Composable:
     op, key, value = field.op, field.key, field.value
     test: sql.Composable
     if op == "exists":
@@ -130,16 +158,20 @@ def _field(field: Field, params: dict[str, Any]) -> sql.Composable:
             test = sql.SQL("({})").format(ors)
         return test if op == "in" else sql.SQL("NOT {}").format(test)
     sign = sql.SQL({"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op])
-    name = _param(params, key)
+    # The key as a quoted literal, not a parameter: ``metadata -> 'year'`` is then the
+    # very expression of an index made with ``indexed_keys``, which the planner can use.
+    name = sql.Literal(key)
     if isinstance(value, str):
-        return sql.SQL(
-            "coalesce(jsonb_typeof(metadata -> {k}) = 'string'"
-            ' AND (metadata ->> {k}) COLLATE "C" {s} {v}, false)'
+        test = sql.SQL(
+            '((metadata ->> {k}) COLLATE "C" {s} {v}'
+            " AND jsonb_typeof(metadata -> {k}) = 'string')"
         ).format(k=name, s=sign, v=_param(params, value))
-    return sql.SQL(
-        "coalesce(jsonb_typeof(metadata -> {k}) = 'number' AND (metadata -> {k}) {s} {v}::jsonb,"
-        " false)"
-    ).format(k=name, s=sign, v=_param(params, json.dumps(value)))
+    else:
+        test = sql.SQL(
+            "((metadata -> {k}) {s} {v}::jsonb AND jsonb_typeof(metadata -> {k}) = 'number')"
+        ).format(k=name, s=sign, v=_param(params, json.dumps(value)))
+    # A missing key makes both halves NULL: false, once coalesced, under a NOT.
+    return sql.SQL("coalesce({}, false)").format(test) if negated else test
 
 
 def query_words(query: str) -> str | None:

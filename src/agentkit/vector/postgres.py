@@ -40,6 +40,7 @@ from agentkit.vector._pg_sql import (
     WRITES_TABLE,
     check_collection,
     check_ids,
+    check_indexed_keys,
     check_scope,
     prepare_chunks,
     query_words,
@@ -154,6 +155,10 @@ class PostgresVectorStore:
         hnsw_m: HNSW graph degree, used when the index is first built.
         hnsw_ef_construction: HNSW build-time candidate list, used when the index is
             first built.
+        indexed_keys: Metadata keys to keep a btree index on (``metadata -> key``), so
+            a ``where`` ordering on them (``$gt``, ``$lt``, ...) is served by the index:
+            a selective range filter then costs what its rows cost, not a scan.
+            Equality and ``$in`` need none (the metadata GIN index serves them).
 
     Raises:
         InvalidArgumentType: An empty ``url``, an embedder without a positive int ``dim``,
@@ -174,6 +179,7 @@ class PostgresVectorStore:
         ef_search: int = 40,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
+        indexed_keys: Sequence[str] = (),
     ) -> None:
         if not isinstance(url, str) or not url:
             raise InvalidArgumentType("url must be a non-empty libpq URL string")
@@ -202,6 +208,7 @@ class PostgresVectorStore:
         self._min_size = min_size
         self._max_size = max_size
         self._hnsw = (hnsw_m, hnsw_ef_construction)
+        self._indexed_keys = check_indexed_keys(indexed_keys)
         self._pool: AsyncConnectionPool[_Conn] | None = None
         self._schema: SchemaInfo | None = None
         self._open_lock = asyncio.Lock()
@@ -277,6 +284,7 @@ class PostgresVectorStore:
                     create=self._create,
                     hnsw_m=self._hnsw[0],
                     hnsw_ef_construction=self._hnsw[1],
+                    indexed_keys=self._indexed_keys,
                 )
             except psycopg.Error as exc:
                 raise StoreError(
