@@ -103,14 +103,13 @@ class LexicalIndexes:
         offset: int = 0,
         *,
         only: Sequence[int] | None = None,
-        without: Sequence[int] | None = None,
     ) -> list[tuple[float, int]]:
         """(score, rowid) best first for any of ``terms``, at ``gen`` or newer.
 
         ``conn`` is the caller's read transaction; if the index is behind it, the scope
-        is rebuilt from that snapshot first. ``only``/``without``: rowids the ranking
-        is restricted to / kept from (a ``where`` evaluated by the caller), applied
-        inside the index's query at no cost to the scores.
+        is rebuilt from that snapshot first. ``only``: the few rowids the ranking is
+        restricted to (a ``where`` evaluated by the caller), applied inside the index's
+        query at no cost to the scores.
         """
         searcher = self._searcher(conn, bucket, gen)
         clauses = [
@@ -124,8 +123,8 @@ class LexicalIndexes:
         if offset >= size:
             return []
         query = tantivy.Query.boolean_query(clauses)
-        if only is not None or without:
-            query = _restricted(query, only, without)
+        if only is not None:
+            query = _restricted(query, only)
         hits = searcher.search(query, min(limit, size), count=False, offset=offset).hits
         if not hits:
             return []
@@ -407,19 +406,16 @@ class Staged:
         self.changes = changes
 
 
-def _restricted(
-    query: tantivy.Query, only: Sequence[int] | None, without: Sequence[int] | None
-) -> tantivy.Query:
-    """``query`` kept to rowids ``only`` (scored 0, so BM25 is unchanged) or away from
-    ``without``."""
-    parts = [(tantivy.Occur.Must, query)]
-    if only is not None:
-        admitted = tantivy.Query.term_set_query(_SCHEMA, "rowid", list(only))
-        parts.append((tantivy.Occur.Must, tantivy.Query.const_score_query(admitted, 0.0)))
-    if without:
-        refused = tantivy.Query.term_set_query(_SCHEMA, "rowid", list(without))
-        parts.append((tantivy.Occur.MustNot, refused))
-    return tantivy.Query.boolean_query(parts)
+def _restricted(query: tantivy.Query, only: Sequence[int]) -> tantivy.Query:
+    """``query`` kept to rowids ``only``, scored 0 so BM25 is unchanged. One term query
+    per rowid: for a few rowids several times faster than tantivy's term-set query."""
+    admitted = tantivy.Query.boolean_query(
+        [(tantivy.Occur.Should, tantivy.Query.term_query(_SCHEMA, "rowid", r)) for r in only]
+    )
+    return tantivy.Query.boolean_query(
+        [(tantivy.Occur.Must, query),
+         (tantivy.Occur.Must, tantivy.Query.const_score_query(admitted, 0.0))]
+    )
 
 
 def _document(rowid: int, text: str) -> tantivy.Document:

@@ -207,8 +207,9 @@ class RowFilter:
         bucket: tuple[str, str],
         gen: int | None,
         where: Where,
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """(admitted rowids, refused rowids) of the scope as ``conn``'s snapshot holds it."""
+    ) -> tuple[npt.NDArray[np.int64], int]:
+        """The rowids ``where`` admits (ascending) among the scope's rows as ``conn``'s
+        snapshot holds them, and how many rows the scope holds."""
         with self._lock:
             held = self._held.get(bucket)
         if held is not None and gen is not None and held[0] == gen:
@@ -218,8 +219,7 @@ class RowFilter:
             if gen is not None:
                 with self._lock:
                     self._held[bucket] = (gen, rowids, columns)
-        mask = columns.mask(where)
-        return rowids[mask], rowids[~mask]
+        return rowids[columns.mask(where)], len(rowids)
 
     def clear(self) -> None:
         with self._lock:
@@ -230,7 +230,8 @@ def _load_rows(
     conn: sqlite3.Connection, bucket: tuple[str, str]
 ) -> tuple[npt.NDArray[np.int64], WhereColumns]:
     rows = conn.execute(
-        "SELECT rowid, metadata FROM chunks WHERE org = ? AND domain = ?", bucket
+        "SELECT rowid, metadata FROM chunks WHERE org = ? AND domain = ? ORDER BY rowid",
+        bucket,
     ).fetchall()
     rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     raw: list[Any] = [r[1] for r in rows]
