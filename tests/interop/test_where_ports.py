@@ -220,3 +220,22 @@ async def test_llamaindex_ports_state_operators_exactly_or_refuse(
             continue
         hits = await vp.search("ledger entry", k=20, scope=ACME, where=where)
         assert {c.id for _, c in hits} == expected, (name, label)
+
+
+async def test_llamaindex_operator_spellings_never_reach_another_tenant(
+    li_port: tuple[str, Any]
+) -> None:
+    _, vp = li_port
+    await vp.upsert([Chunk("m", "ledger mine", {"t": 1})], scope=ACME)
+    await vp.upsert([Chunk("g", "ledger theirs", {"t": 1, "org_id": "acme"})], scope=GLOBEX)
+    for where in (
+        {"t": {"$gte": 0}},
+        {"org_id": "acme"},
+        {"t": {"$in": [1, 2]}},
+        {"$or": [{"t": 1}, {"t": 2}]},
+    ):
+        try:
+            hits = await vp.search("ledger", k=10, scope=ACME, where=where)
+        except UnsupportedOperation:
+            continue  # refused by name, never widened (the simple store's $gte, $or)
+        assert {c.id for _, c in hits} <= {"m"}
