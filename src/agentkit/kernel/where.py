@@ -32,7 +32,7 @@ wrong type (``$in`` with a scalar, ``$gt`` with a dict, a non-finite number), an
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -155,30 +155,6 @@ class Not:
 
 Where = Field | And | Or | Not
 """A parsed filter: the one tree every store evaluates or compiles."""
-
-
-def fields(where: Where) -> Iterator[Field]:
-    """Every key test in ``where``, depth first (for checks on the keys a filter names)."""
-    stack: list[Where] = [where]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Field):
-            yield node
-        elif isinstance(node, Not):
-            stack.append(node.part)
-        else:
-            stack.extend(reversed(node.parts))
-
-
-def predicate(where: Where | None) -> Callable[[Mapping[str, Any]], bool]:
-    """``where`` as one callable on a record's metadata (None: everything passes)."""
-    if where is None:
-        return _always
-    return where.matches
-
-
-def _always(metadata: Mapping[str, Any]) -> bool:
-    return True
 
 
 def parse_where(where: Mapping[str, Any] | None) -> Where | None:
