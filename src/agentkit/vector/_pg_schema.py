@@ -184,13 +184,23 @@ async def ensure_schema(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata jsonb_path_ops)"
             ).format(i=sql.Identifier(f"{collection}_meta"), t=table)
         )
-        for key in indexed_keys:  # range filters on these keys are served by a btree
+        # Range filters on these keys are served by a btree; statistics on the type
+        # guard every compiled ordering carries let the planner see how many rows a
+        # filter keeps (without them it guesses 0.5%, and sorts where HNSW is cheaper).
+        expression_stats = conn.info.server_version >= 140000
+        for key in indexed_keys:
             index, expression = key_index(collection, key)
             await conn.execute(
                 sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({e})").format(
-                    i=index, t=table, e=expression
+                    i=sql.Identifier(index), t=table, e=expression
                 )
             )
+            if expression_stats:
+                stats = sql.Identifier(f"{index}_t")
+                await conn.execute(
+                    sql.SQL("CREATE STATISTICS IF NOT EXISTS {s} ON (jsonb_typeof({e})) FROM {t}")
+                    .format(s=stats, e=expression, t=table)
+                )
         if not existed or found is None or version < SCHEMA_VERSION:
             await _pg_bm25.install(conn, collection, fresh=not existed)
             if version < SCHEMA_VERSION:

@@ -76,13 +76,11 @@ def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
     return list(rows.values())
 
 
-def key_index(collection: str, key: str) -> tuple[sql.Identifier, sql.Composable]:
+def key_index(collection: str, key: str) -> tuple[str, sql.Composable]:
     """The name and the indexed expression of ``indexed_keys``' index on ``key``: a
     btree on ``metadata -> key`` (jsonb order), which serves the orderings below."""
-    digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
-    return sql.Identifier(f"{collection}_mk_{digest}"), sql.SQL("(metadata -> {})").format(
-        sql.Literal(key)
-    )
+    digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:8]  # names stay under 63
+    return f"{collection}_mk_{digest}", sql.SQL("(metadata -> {})").format(sql.Literal(key))
 
 
 def check_indexed_keys(keys: object) -> tuple[str, ...]:
