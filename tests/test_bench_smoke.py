@@ -43,6 +43,8 @@ SMOKE: dict[str, tuple[str, ...]] = {
         "{beir}", "--n", "5", "--queries", "3", "--cold-runs", "1", "--eval-limit", "3",
         "--skip-st",
     ),
+    # Enough records that the 0.1% filter still matches some.
+    "filtered_search": ("--n", "2000", "--queries", "3", "--lc-n", "200", "--rounds", "2"),
     "import_rate": ("--n", "20", "--n-embed", "8", "--n-hashing", "20", "--rounds", "1"),
     "ingest_query": ("{beir}", "--n", "5", "--queries", "3", "--big", "30"),
     "langchain_fanout": ("--repeat", "1", "--delay", "0.001"),

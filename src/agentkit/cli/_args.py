@@ -167,6 +167,9 @@ def build_parser() -> _Parser:
     mode.add_argument("--lexical", dest="mode", action="store_const", const="lexical",
                       help="the word (BM25) half only; needs no embedding model")
     query.set_defaults(mode="hybrid")
+    from agentkit.cli import _where  # the filter flags live with their parser
+
+    _where.add_arguments(query, "return only")
     query.add_argument("--candidates", type=_positive, default=50, metavar="N",
                        help="hybrid: how deep each half is read before fusion (default 50)")
 

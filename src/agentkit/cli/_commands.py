@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentkit.cli import _eval, _forget, _import, _ingest, _query, _stats
+from agentkit.cli import _eval, _forget, _import, _ingest, _query, _stats, _where
 from agentkit.cli._stores import open_store
 
 
@@ -20,9 +20,11 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
 
 async def cmd_query(args: argparse.Namespace) -> int:
     lexical_only = args.mode == "lexical"
+    where = _where.from_args(args)  # checked before the store is opened
     async with open_store(args, create=False, need_vectors=not lexical_only) as store:
         items, found, total = await _query.run(
-            store, args.text, k=args.k, mode=args.mode, scope=args.scope, depth=args.candidates
+            store, args.text, k=args.k, mode=args.mode, scope=args.scope, depth=args.candidates,
+            where=where,
         )
         note = None if items else await _stats.elsewhere(store, args.scope)
     if note is not None:

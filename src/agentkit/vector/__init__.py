@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from agentkit.kernel.where import MAX_WHERE_DEPTH, MAX_WHERE_TERMS, Where, parse_where
 from agentkit.vector.hashing import HashingEmbedder
 from agentkit.vector.in_memory import InMemoryVectorStore
 from agentkit.vector.port import (
@@ -28,6 +29,8 @@ _LAZY = {
 }
 
 __all__ = [
+    "MAX_WHERE_DEPTH",
+    "MAX_WHERE_TERMS",
     "Chunk",
     "Embedder",
     "ForgettingPort",
@@ -39,7 +42,9 @@ __all__ = [
     "SQLiteVectorStore",
     "SentenceTransformerEmbedder",
     "VectorPort",
+    "Where",
     "matches_where",
+    "parse_where",
 ]
 
 

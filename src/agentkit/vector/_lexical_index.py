@@ -102,11 +102,15 @@ class LexicalIndexes:
         terms: Sequence[str],
         limit: int,
         offset: int = 0,
+        *,
+        only: Sequence[int] | None = None,
     ) -> list[tuple[float, int]]:
         """(score, rowid) best first for any of ``terms``, at ``gen`` or newer.
 
         ``conn`` is the caller's read transaction; if the index is behind it, the scope
-        is rebuilt from that snapshot first.
+        is rebuilt from that snapshot first. ``only``: the few rowids the ranking is
+        restricted to (a ``where`` evaluated by the caller), applied inside the index's
+        query at no cost to the scores.
         """
         searcher = self._searcher(conn, bucket, gen)
         clauses = [
@@ -120,6 +124,8 @@ class LexicalIndexes:
         if offset >= size:
             return []
         query = tantivy.Query.boolean_query(clauses)
+        if only is not None:
+            query = _restricted(query, only)
         hits = searcher.search(query, min(limit, size), count=False, offset=offset).hits
         if not hits:
             return []
@@ -401,6 +407,18 @@ class Staged:
         self.scope = scope
         self.index = index
         self.changes = changes
+
+
+def _restricted(query: tantivy.Query, only: Sequence[int]) -> tantivy.Query:
+    """``query`` kept to rowids ``only``, scored 0 so BM25 is unchanged. One term query
+    per rowid: for a few rowids several times faster than tantivy's term-set query."""
+    admitted = tantivy.Query.boolean_query(
+        [(tantivy.Occur.Should, tantivy.Query.term_query(_SCHEMA, "rowid", r)) for r in only]
+    )
+    return tantivy.Query.boolean_query(
+        [(tantivy.Occur.Must, query),
+         (tantivy.Occur.Must, tantivy.Query.const_score_query(admitted, 0.0))]
+    )
 
 
 def _document(rowid: int, text: str) -> tantivy.Document:

@@ -27,10 +27,17 @@ from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import (
     InvalidArgument,
     InvalidArgumentType,
+    InvalidFilter,
     StoreError,
     UnsupportedOperation,
 )
-from agentkit.kernel.validate import check_choice, check_ids, check_k, check_query, check_where
+from agentkit.kernel.validate import (
+    check_choice,
+    check_ids,
+    check_k,
+    check_metadata_where,
+    check_query,
+)
 from agentkit.state.memory import HybridMemory, HybridMode
 from agentkit.vector import HashingEmbedder
 from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
@@ -118,10 +125,11 @@ class AgentkitVectorStore(VectorStore):
     Every call reads and writes the records of ``scope`` only (default: the unscoped
     bucket); ``bind(scope)`` gives a view of another tenant over the same store. Ids
     are the documents' own (``Document.id`` or ``ids=``, else a fresh uuid), and adding
-    a known id replaces that record in place. ``filter`` is a dict of metadata
-    equalities (a list value means any of); a keyword this store does not understand
-    is refused rather than silently ignored. Scores are cosine similarities (higher is
-    better); relevance scores are the same, floored at 0.
+    a known id replaces that record in place. ``filter`` is agentkit's ``where``
+    language, which is Chroma's and PGVector's dict filter spelling (``$and``, ``$or``,
+    ``$gte``, ``$in``, ...), evaluated inside the store's search; a keyword this store
+    does not understand is refused rather than silently ignored. Scores are cosine
+    similarities (higher is better); relevance scores are the same, floored at 0.
 
     ``search_mode="hybrid"`` makes ``similarity_search`` (and so ``as_retriever()``)
     agentkit's hybrid search, ``HybridMemory``, as the CLI and the LangGraph store run
@@ -355,8 +363,10 @@ class AgentkitVectorStore(VectorStore):
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         """The ``k`` nearest documents in this scope, best first.
 
-        ``filter`` is a dict of metadata equalities (a list value means any of); any other
-        keyword is refused instead of ignored, so a typo cannot widen a search.
+        ``filter`` is a metadata filter in Chroma/PGVector spelling (agentkit's ``where``
+        language: a value equals, a list is any of, ``$eq $ne $gt $gte $lt $lte $in $nin
+        $exists $and $or $not``); any other keyword is refused instead of ignored, so a
+        typo cannot widen a search.
         """
         return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
 
@@ -566,15 +576,52 @@ def _refuse_extra(kwargs: Mapping[str, Any], method: str) -> None:
 
 
 def _filter(kwargs: dict[str, Any], method: str) -> dict[str, Any] | None:
-    """``filter=`` as an agentkit ``where``; any other keyword is refused."""
+    """``filter=`` as an agentkit ``where``; any other keyword is refused.
+
+    LangChain's dict filters (Chroma's and PGVector's spelling: ``$and``, ``$or``,
+    ``{"k": {"$gte": v}}``, ...) are agentkit's ``where`` language already; PGVector's
+    ``$between: [lo, hi]`` becomes ``$gte``/``$lte``. An operator the language has not
+    (``$like``, ``$ilike``, ``$contains``) is refused naming it and this store, never
+    taken as a value to compare with.
+    """
     flt = kwargs.pop("filter", None)
     _refuse_extra(kwargs, method)
     if flt is not None and not isinstance(flt, Mapping):
         raise InvalidArgumentType(
-            "filter must be a dict of metadata values (a list value means any of), "
-            f"got {type(flt).__name__}"
+            "filter must be a dict of metadata values (a list value means any of) or "
+            f"operators, got {type(flt).__name__}"
         )
-    return check_where(flt) or None
+    try:
+        return check_metadata_where(_between(flt)) or None
+    except InvalidFilter as exc:
+        raise InvalidFilter(
+            f"AgentkitVectorStore.{method}: {exc}",
+            key=exc.key, operator=exc.operator, path=exc.path,
+        ) from exc
+
+
+def _between(flt: Any) -> Any:
+    """PGVector's ``{"k": {"$between": [lo, hi]}}`` as ``{"$gte": lo, "$lte": hi}``."""
+    if isinstance(flt, Mapping):
+        out: dict[Any, Any] = {}
+        for key, value in flt.items():
+            if isinstance(value, Mapping) and "$between" in value:
+                bounds = value["$between"]
+                if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+                    raise InvalidFilter(
+                        f"where[{key!r}]['$between'] takes [low, high], got {bounds!r}",
+                        key=str(key), operator="$between",
+                    )
+                rest = {op: v for op, v in value.items() if op != "$between"}
+                out[key] = {**rest, "$gte": bounds[0], "$lte": bounds[1]}
+            elif key in ("$and", "$or") and isinstance(value, (list, tuple)):
+                out[key] = [_between(part) for part in value]
+            elif key == "$not":
+                out[key] = _between(value)
+            else:
+                out[key] = value
+        return out
+    return flt
 
 
 def _document_list(documents: object) -> list[Document]:

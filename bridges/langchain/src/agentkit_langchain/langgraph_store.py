@@ -67,6 +67,12 @@ _UPDATED = "lg_updated"
 _EXPIRES = "lg_expires"
 _TTL = "lg_ttl"
 _INDEXED = "lg_indexed"
+# Each top-level scalar of the value is also kept as ``lg_f:<key>``, and ``lg_fields``
+# marks the records written so, so a LangGraph filter can run inside the store's search
+# (records from before have no mark and are judged on their value alone).
+_FIELDS = "lg_fields"
+_FIELD = "lg_f:"
+_EXACT_INT = 2**53  # LangGraph compares numbers as floats: larger ints are not pushed
 _PAGE = 1000
 _RANGE_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 # LangGraph's stores sweep every 5 minutes unless told otherwise.
@@ -413,23 +419,25 @@ class AgentkitStore(BaseStore):
         limit, offset = _check_page(op.limit, op.offset)
         flt = _check_filter(op.filter)
         prefix = tuple(op.namespace_prefix)
+        pushed = _pushed(flt)
 
         def keep(chunk: Chunk) -> bool:
             return _live(chunk.metadata, now) and _matches_value(chunk, flt)
 
         if op.query:
-            found = await self._ranked(op.query, prefix, keep, offset + limit)
+            found = await self._ranked(op.query, prefix, keep, offset + limit, pushed)
             window = found[offset : offset + limit]
             if len(found) < offset + limit:
                 # Ranked items first, then the unindexed ones (no score), in key order:
                 # LangGraph's stores fill a short ranked page the same way.
-                rest = await self._scan(_prefix_where(prefix, indexed=False), now)
+                rest = await self._scan({**_prefix_where(prefix, indexed=False), **pushed}, now)
                 rest = sorted((c for c in rest if keep(c)), key=_order)
                 skip = max(0, offset - len(found))
                 window += [(None, c) for c in rest[skip : skip + limit - len(window)]]
         else:
             chunks = sorted(
-                (c for c in await self._scan(_prefix_where(prefix), now) if keep(c)), key=_order
+                (c for c in await self._scan({**_prefix_where(prefix), **pushed}, now) if keep(c)),
+                key=_order,
             )
             window = [(None, c) for c in chunks[offset : offset + limit]]
         if op.refresh_ttl:
@@ -437,7 +445,12 @@ class AgentkitStore(BaseStore):
         return [_search_item(c, score) for score, c in window]
 
     async def _ranked(
-        self, query: str, prefix: tuple[str, ...], visible: Callable[[Chunk], bool], n: int
+        self,
+        query: str,
+        prefix: tuple[str, ...],
+        visible: Callable[[Chunk], bool],
+        n: int,
+        pushed: dict[str, Any] | None = None,
     ) -> list[tuple[float | None, Chunk]]:
         """The first ``n`` of ONE ranking of every indexed item under ``prefix``.
 
@@ -452,7 +465,7 @@ class AgentkitStore(BaseStore):
         """
         # Only the segments go to the store (one pass there); the rest is checked on
         # the hits, which is cheaper than a longer ``where`` over every row.
-        where = {_seg(i): label for i, label in enumerate(prefix)} or None
+        where = {**{_seg(i): label for i, label in enumerate(prefix)}, **(pushed or {})} or None
         ctx = Ctx(scope=self._scope)
         if n == 0:
             return []
@@ -609,6 +622,10 @@ class AgentkitStore(BaseStore):
         }
         for i, label in enumerate(op.namespace):
             meta[_seg(i)] = label
+        fields = {f"{_FIELD}{k}": v for k, v in value.items() if _scalar(v)}
+        if not any(_big(v) or "\x00" in str(v) or "\x00" in k for k, v in fields.items()):
+            meta.update(fields)  # else unmarked: such a record is judged on its value
+            meta[_FIELDS] = True
         if op.ttl is not None:
             ttl = _check_minutes("ttl", op.ttl)
             meta[_TTL] = ttl
@@ -690,6 +707,48 @@ def _check_operators(flt: Mapping[str, Any]) -> None:
                 )
             if not ops:
                 _check_operators(wanted)
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (str, int, bool))
+
+
+def _big(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT_INT
+
+
+def _pushed(flt: dict[str, Any] | None) -> dict[str, Any]:
+    """The part of a LangGraph filter agentkit's where states as LangGraph means it, on
+    the ``lg_f:`` fields, for the store to apply inside its search; {} when none is.
+
+    Scalars and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte`` on scalars go (a bool
+    is not a number in either; ``$ne`` there also passes a value without the key, which
+    LangGraph does not, so it only widens). Nested dicts, lists and orderings on a bool
+    or null stay with the check on the value. Records without the fields mark pass the
+    pushed filter and are judged on their value, so it never drops a match.
+    """
+    if not flt:
+        return {}
+    parts: list[dict[str, Any]] = []
+    for key, wanted in flt.items():
+        field = f"{_FIELD}{key}"
+        if isinstance(wanted, Mapping):
+            ops = dict(wanted)
+            if not ops or not all(op in _RANGE_OPS | {"$eq", "$ne"} for op in ops):
+                continue
+            if any(not _scalar(arg) or _big(arg) for arg in ops.values()) or any(
+                arg is None or isinstance(arg, bool)
+                for op, arg in ops.items() if op in _RANGE_OPS
+            ):
+                continue
+            parts.append({field: ops})
+        elif _scalar(wanted) and not _big(wanted):
+            parts.append({field: wanted})
+    if not parts:
+        return {}
+    return {"$or": [{_FIELDS: {"$exists": False}}, {"$and": parts}]}
 
 
 def _matches_value(chunk: Chunk, flt: dict[str, Any] | None) -> bool:

@@ -302,6 +302,38 @@ async def test_filter_operators(api: Api) -> None:
     assert await hits({"n": {"$gt": 1}, "s": "cherry"}) == ["c"]
 
 
+async def test_filters_run_inside_the_stores_search(backend: Any) -> None:
+    """The filter reaches the agentkit store as a where on the value's fields (so a
+    filtered page does not mean reading every item), and records written before the
+    fields were kept (no ``lg_fields`` mark) are still judged on their value."""
+    seen: list[Any] = []
+    for name in ("scan", "search", "lexical_search"):
+        inner = getattr(backend, name, None)
+        if inner is None:
+            continue
+
+        def spy(*args: Any, _inner: Any = inner, **kwargs: Any) -> Any:
+            seen.append(kwargs.get("where"))
+            return _inner(*args, **kwargs)
+
+        setattr(backend, name, spy)
+    store = AgentkitStore(backend, scope=ACME)
+    for i in range(30):
+        await store.aput(("p",), f"k{i}", {"text": f"note {i}", "n": i, "even": i % 2 == 0})
+    # an item as an older version wrote it: no field copies, no mark
+    [old] = await backend.get([json.dumps([["p"], "k3"], separators=(",", ":"))], scope=ACME)
+    bare = {k: v for k, v in old.metadata.items() if not k.startswith(("lg_f:", "lg_fields"))}
+    await backend.upsert([type(old)(old.id, old.text, bare)], scope=ACME)
+    flt = {"n": {"$gte": 3, "$lt": 6}, "even": False}
+    found = sorted(i.key for i in await store.asearch(("p",), filter=flt, limit=10))
+    assert found == ["k3", "k5"]
+    ranked = sorted(i.key for i in await store.asearch(("p",), query="note", filter=flt))
+    assert ranked == ["k3", "k5"]
+    pushed = [w for w in seen if w and "$or" in w]
+    assert pushed, seen
+    assert any("lg_f:n" in json.dumps(w) for w in pushed)
+
+
 async def test_filter_keys_and_values_are_data(api: Api) -> None:
     hostile = "x'); DELETE FROM chunks; --"
     await api("put", ("q",), "k1", {hostile: hostile, "a-b": 1, "1x": 2, "$": 3})
