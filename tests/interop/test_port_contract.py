@@ -433,20 +433,16 @@ def _assert_clean(hits: list[tuple[float, Chunk]]) -> None:
 async def test_recalled_item_written_back_updates_it(pair: Pair) -> None:
     memory, ctx = VectorMemory(pair.port), Ctx(_home(pair))
     await memory.write(
-        [
-            MemoryItem(
-                "the cafeteria opens at eight", "user", None, {"id": "cafe", "source": "x.md"}
-            )
-        ],
+        [MemoryItem("the cafeteria opens at eight", "user", None,
+                    {"id": "cafe", "source": "x.md"})],
         ctx=ctx,
     )
     [item] = await memory.query("cafeteria opens", k=3, ctx=ctx)
     assert item.id == "cafe"
 
     async def write_back() -> None:
-        await memory.write(
-            [dataclasses.replace(item, content="the cafeteria opens at nine")], ctx=ctx
-        )
+        await memory.write([dataclasses.replace(item, content="the cafeteria opens at nine")],
+                           ctx=ctx)
 
     if not await _replacing(pair, write_back):
         return
@@ -470,9 +466,8 @@ async def test_existing_data_is_read_updated_written_back_and_deleted(pair: Pair
     _assert_clean(hits)
     assert [(c.id, c.text) for _, c in hits] == [(mine, "the onboarding checklist for new hires")]
     assert dict(hits[0][1].metadata) == {key: "docs/onboarding.md"}  # theirs, nothing added
-    where = await port.search(
-        "onboarding checklist", k=5, scope=UNSCOPED, where={key: "docs/travel.md"}
-    )
+    where = await port.search("onboarding checklist", k=5, scope=UNSCOPED,
+                              where={key: "docs/travel.md"})
     assert _ids(where) == [theirs]
     if pair.scoped:  # a tenant never sees the shared records
         assert await port.search("onboarding checklist", k=5, scope=ACME) == []
@@ -496,7 +491,8 @@ async def test_existing_data_is_read_updated_written_back_and_deleted(pair: Pair
         memory, ctx = VectorMemory(port), Ctx(UNSCOPED)
         [item] = await memory.query("onboarding checklist", k=1, ctx=ctx)
         assert item.id == mine and item.metadata[key] == "docs/onboarding.md"
-        await memory.write([dataclasses.replace(item, content="onboarding checklist v3")], ctx=ctx)
+        await memory.write([dataclasses.replace(item, content="onboarding checklist v3")],
+                           ctx=ctx)
         assert pair.count() == 2, "a recalled record written back must update it"
         assert pair.text_of(mine) == "onboarding checklist v3"
         again = await memory.query("onboarding checklist", k=5, ctx=ctx)
@@ -528,9 +524,8 @@ async def test_existing_data_is_found_among_many_tenant_records(scoped_pair: Pai
     _assert_clean(hits)
     assert _ids(hits) == [mine]
     assert hits[0][1].metadata[key] == "docs/holidays.md"
-    where = await scoped_pair.port.search(
-        query, k=3, scope=UNSCOPED, where={key: "docs/holidays.md"}
-    )
+    where = await scoped_pair.port.search(query, k=3, scope=UNSCOPED,
+                                          where={key: "docs/holidays.md"})
     assert _ids(where) == [mine]
     items = await VectorMemory(scoped_pair.port).query(query, k=1, ctx=Ctx())
     assert [i.id for i in items] == [mine]
@@ -556,10 +551,8 @@ async def test_a_reserved_metadata_key_is_refused_before_anything_lands(pair: Pa
     await port.upsert([Chunk("1", "refund policy", {"kind": "faq"})], scope=scope)
     before = sorted(pair.raw_ids())
     # Clean names are remembered for speed; a reserved one beside them still is refused.
-    batch = [
-        Chunk("2", "travel policy", {"kind": "faq"}),
-        Chunk("3", "expense policy", {"kind": "faq", "agentkit_org_id": "globex"}),
-    ]
+    batch = [Chunk("2", "travel policy", {"kind": "faq"}),
+             Chunk("3", "expense policy", {"kind": "faq", "agentkit_org_id": "globex"})]
     with pytest.raises(ValueError, match="agentkit_org_id"):
         await port.upsert(batch, scope=scope)
     assert sorted(pair.raw_ids()) == before
@@ -598,8 +591,7 @@ async def test_llamaindex_lists_nodes_through_any_ports_scan(pair: Pair) -> None
     )
     nodes = await AgentkitVectorStore(port, scope=scope).aget_nodes()
     assert [(n.node_id, n.get_content()) for n in nodes] == [
-        ("a", "scan record alpha"),
-        ("b", "scan record bravo"),
+        ("a", "scan record alpha"), ("b", "scan record bravo")
     ]
 
 
@@ -653,14 +645,14 @@ class TestLangChainInMemoryKit(_PairKit):
 
 
 class TestLangChainChromaKit(_PairKit):
-    """Chroma's filter orders numbers only: a string $lt/$gte is refused."""
+    """Chroma's filter orders numbers only, and has no $exists: those are refused."""
 
     operators = False
     pair_name = "lc-chroma"
 
 
 class TestLangChainQdrantKit(_PairKit):
-    """Qdrant's ranges are numeric: a string $lt/$gte is refused."""
+    """Qdrant's ranges are numeric, and $exists is not stated: those are refused."""
 
     operators = False
     pair_name = "lc-qdrant"
@@ -671,21 +663,21 @@ class TestLangChainFaissKit(_PairKit):
 
 
 class TestLlamaIndexSimpleKit(_PairKit):
-    """A LlamaIndex MetadataFilter holds no bool or null: such operands are refused."""
+    """LlamaIndex MetadataFilters hold no bool; ranges, $nin, $exists, $or are refused here."""
 
     operators = False
     pair_name = "li-simple"
 
 
 class TestLlamaIndexChromaKit(_PairKit):
-    """A LlamaIndex MetadataFilter holds no bool or null: such operands are refused."""
+    """LlamaIndex MetadataFilters hold no bool, Chroma no string range."""
 
     operators = False
     pair_name = "li-chroma"
 
 
 class TestLlamaIndexQdrantKit(_PairKit):
-    """A LlamaIndex MetadataFilter holds no bool or null: such operands are refused."""
+    """LlamaIndex MetadataFilters hold no bool, Qdrant no string range."""
 
     operators = False
     pair_name = "li-qdrant"
