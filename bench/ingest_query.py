@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+import typing
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,13 +46,14 @@ sys.path.insert(0, str(HERE))
 from _embed_cache import CACHE_DIR, CachedEmbedder, cache_path, file_hash  # noqa: E402
 
 from agentkit.cli import _ingest  # noqa: E402
-from agentkit.cli._hybrid import MODES, build  # noqa: E402
 from agentkit.kernel import Ctx, Scope  # noqa: E402
+from agentkit.state.memory import HybridMemory, HybridMode  # noqa: E402
 from agentkit.vector import Chunk, SQLiteVectorStore  # noqa: E402
 from agentkit.vector.sentence import SentenceTransformerEmbedder  # noqa: E402
 
 SCOPE = Scope("bench", "scifact")
 SYN_SCOPE = Scope("bench", "synthetic")
+MODES: tuple[HybridMode, ...] = typing.get_args(HybridMode)
 
 
 class SeededEmbedder:
@@ -126,13 +128,13 @@ async def latency(
     out: dict[str, dict[str, float]] = {}
     ctx = Ctx(scope)
     for mode in MODES:
-        stack = build(store, mode, depth=50)
+        memory = HybridMemory(store, mode=mode, depth=50)
         for q in queries[:10]:  # warm-up: loads the scope's matrix, compiles statements
-            await stack.memory.query(q, k=10, ctx=ctx)
+            await memory.query(q, k=10, ctx=ctx)
         times = []
         for q in queries:
             start = time.perf_counter()
-            items = await stack.memory.query(q, k=10, ctx=ctx)
+            items = await memory.query(q, k=10, ctx=ctx)
             times.append((time.perf_counter() - start) * 1000)
             assert items
         out[mode] = {"p50": pct(times, 0.5), "p99": pct(times, 0.99),

@@ -18,7 +18,7 @@ at a time, k=10.
   tokenised inside the timing.
 - tantivy: an in-memory index, ``en_stem`` tokenizer, the same term-query shape as
   ours, and each hit's stored text read back.
-- hybrid (100k only): the CLI's hybrid stack (dense + lexical, RRF) over our store,
+- hybrid (100k only): HybridMemory, the CLI's hybrid (dense + lexical, RRF) over our store,
   with ingest_query.py's seeded 384-wide vectors (query encoding is ~free here).
 
 Targets (issue 13): ours p50 <= 1.5x tantivy's on both corpora, p99 <= 10 ms at 100k,
@@ -46,8 +46,8 @@ sys.path.insert(0, str(HERE))
 from ingest_query import SeededEmbedder, pct, records  # noqa: E402
 
 from agentkit.cli import _ingest  # noqa: E402
-from agentkit.cli._hybrid import build  # noqa: E402
 from agentkit.kernel import Ctx, Scope  # noqa: E402
+from agentkit.state.memory import HybridMemory  # noqa: E402
 from agentkit.vector import Chunk, SQLiteVectorStore  # noqa: E402
 from agentkit.vector._lexical_text import query_terms  # noqa: E402
 
@@ -130,14 +130,14 @@ async def measure(
                 [Chunk(f"d{i}", texts[i]) for i in range(start, min(len(texts), start + 5000))],
                 scope=SCOPE,
             )
-        stack = build(store, "hybrid", depth=50)
+        hybrid = HybridMemory(store, depth=50)
         ctx = Ctx(SCOPE)
 
         async def ours(q: str) -> Any:
             return await store.lexical_search(q, k=K, scope=SCOPE)
 
         async def fused(q: str) -> Any:
-            return await stack.memory.query(q, k=K, ctx=ctx)
+            return await hybrid.query(q, k=K, ctx=ctx)
 
         bucket = (SCOPE.org_id or "", SCOPE.domain_id or "")
 

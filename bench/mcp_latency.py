@@ -13,8 +13,9 @@ folder, once per embedder. For each:
   warm-up calls, ``--calls`` memory_search calls (k=5, the three demo questions in turn)
   are timed one by one, client round trip included. Target: p50 <= 30 ms.
 
-``default`` is the bundled MiniLM (skipped with a note when sentence-transformers is not
-installed); ``hashing`` is the model-free embedder. Prints a table and ``RESULT`` lines.
+``default`` is the default embedder, MiniLM int8 on ONNX Runtime (skipped with a note when
+its model package is not installed); ``hashing`` is the model-free embedder. Prints a table
+and ``RESULT`` lines.
 """
 
 from __future__ import annotations
@@ -142,11 +143,9 @@ async def warm_http(url: str, token: str, calls: int) -> list[float]:
 
 
 def _has_model() -> bool:
-    try:
-        import sentence_transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("agentkit_minilm_onnx") is not None
 
 
 def main() -> None:
@@ -161,7 +160,7 @@ def main() -> None:
         work = Path(tmp)
         for embedder in opts.embedders.split(","):
             if embedder == "default" and not _has_model():
-                print("default embedder: sentence-transformers not installed, skipped")
+                print("default embedder: agentkit-minilm-onnx not installed, skipped")
                 continue
             db = work / f"demo-{embedder}.db"
             _cli(embedder, "--store", str(db), "ingest", str(ROOT / "docs"),

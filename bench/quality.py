@@ -10,10 +10,10 @@ minutes. The SQLite store is kept there too; re-runs skip the unchanged corpus.
 
 Rows:
 - lexical / dense / hybrid: ``agentkit-memory eval`` machinery (BM25 in the store's
-  per-scope tantivy index, MiniLM cosine, CompositeMemory + rrf_rerank over both with
+  per-scope tantivy index, MiniLM cosine, HybridMemory: rrf_rerank over both with
   the CLI's RRF constant of 20 and exact ties settled by the lexical half's order
   (HYBRID_TIES), each half read 100 deep).
-- hybrid, RRF constant 60: the same composite at the peers' (and the textbook's)
+- hybrid, RRF constant 60: the same HybridMemory at the peers' (and the textbook's)
   constant, to show where the lead over the peers comes from.
 - hybrid, ties in pool order: rrf_rerank without ``ties``, so exact ties (mirrored
   ranks, or one half's rank r against the other's rank r) go to the dense half, listed
@@ -143,18 +143,12 @@ def llamaindex_peer(halves: list[MemorySource]) -> Callable[[str], Awaitable[lis
 
 def hybrid_rank_constant(store: Any, constant: int) -> Callable[[str], Awaitable[list[str]]]:
     """Our hybrid with another RRF rank constant, everything else as the CLI runs it."""
-    import functools
+    from agentkit.state.memory import HybridMemory
 
-    from agentkit.cli._hybrid import build
-    from agentkit.state.memory import HYBRID_TIES, rrf_rerank
-
-    stack = build(store, "hybrid", depth=DEPTH)
-    stack.memory.reranker = functools.partial(  # type: ignore[attr-defined]
-        rrf_rerank, constant=constant, ties=HYBRID_TIES
-    )
+    memory = HybridMemory(store, depth=DEPTH, constant=constant)
 
     async def run(query: str) -> list[str]:
-        items = await stack.memory.query(query, k=DEPTH, ctx=Ctx(SCOPE))
+        items = await memory.query(query, k=DEPTH, ctx=Ctx(SCOPE))
         return _doc_ids([dict(i.metadata) for i in items])
 
     return run
@@ -164,18 +158,12 @@ def hybrid_pool_order_ties(store: Any) -> Callable[[str], Awaitable[list[str]]]:
     """Our hybrid with exact RRF ties left in pool order (dense first), as before
     ``HYBRID_TIES``: mirrored ranks tie all the time, so this row shows what letting the
     lexical half's order settle them is worth."""
-    import functools
+    from agentkit.state.memory import HybridMemory
 
-    from agentkit.cli._hybrid import RRF_CONSTANT, build
-    from agentkit.state.memory import rrf_rerank
-
-    stack = build(store, "hybrid", depth=DEPTH)
-    stack.memory.reranker = functools.partial(  # type: ignore[attr-defined]
-        rrf_rerank, constant=RRF_CONSTANT
-    )
+    memory = HybridMemory(store, depth=DEPTH, ties=None)
 
     async def run(query: str) -> list[str]:
-        items = await stack.memory.query(query, k=DEPTH, ctx=Ctx(SCOPE))
+        items = await memory.query(query, k=DEPTH, ctx=Ctx(SCOPE))
         return _doc_ids([dict(i.metadata) for i in items])
 
     return run

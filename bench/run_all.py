@@ -149,7 +149,7 @@ def plot(runs: list[Run], path: Path) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "matplotlib is not installed (pip install 'agentkit-memory[bench]'): no plot"
+        return "matplotlib is not installed (pip install --group bench, in the repository): no plot"
     shown = [r for r in runs if r.results]
     if not shown:
         return "no RESULT lines: no plot"

@@ -38,6 +38,13 @@ TIMEOUT = 300.0  # seconds per script: only a hang gets near it
 # The smallest sizes each script accepts; where one is larger than it looks, why:
 SMOKE: dict[str, tuple[str, ...]] = {
     "conformance_kit": ("--rounds", "1"),
+    # sentence-transformers is left out: loading torch three times is the slow part.
+    "default_embedder": (
+        "{beir}", "--n", "5", "--queries", "3", "--cold-runs", "1", "--eval-limit", "3",
+        "--skip-st",
+    ),
+    # Enough records that the 0.1% filter still matches some.
+    "filtered_search": ("--n", "2000", "--queries", "3", "--lc-n", "200", "--rounds", "2"),
     "import_rate": ("--n", "20", "--n-embed", "8", "--n-hashing", "20", "--rounds", "1"),
     "ingest_query": ("{beir}", "--n", "5", "--queries", "3", "--big", "30"),
     "langchain_fanout": ("--repeat", "1", "--delay", "0.001"),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit.cli._hybrid import RRF_CONSTANT
+from agentkit.state.memory import HYBRID_RRF_CONSTANT as RRF_CONSTANT
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOTES = FIXTURES / "notes"
@@ -122,6 +122,42 @@ def test_one_half_only(workdir: Path, mode: str) -> None:
     doc = json.loads(ok(run("query", "search operators", mode, "--json", cwd=workdir)))
     assert {tuple(r["sources"]) for r in doc["results"]} == {(mode[2:],)}
     assert doc["results"][0]["path"] == "notes/fts_syntax.md"
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Ten short notes that all share a word, two of them with the very same text."""
+    root = tmp_path_factory.mktemp("many")
+    notes = root / "notes"
+    notes.mkdir()
+    for i, topic in enumerate(["tomatoes", "basil", "peppers", "onions", "garlic",
+                               "carrots", "beans", "leeks"]):
+        (notes / f"{topic}.txt").write_text(f"Garden note {i}: water the {topic} at dawn.\n")
+    for twin in ("twin-a.txt", "twin-b.txt"):
+        (notes / twin).write_text("Garden rule: compost the weeds, never the seeds.\n")
+    ok(run("ingest", "notes", cwd=root))
+    return root
+
+
+@pytest.mark.parametrize("mode", ["--dense", "--lexical", "--hybrid"])
+def test_k_is_how_many_rows_every_mode_prints(many: Path, mode: str) -> None:
+    flags = [] if mode == "--hybrid" else [mode]
+    table = ok(run("query", "garden note water", "-k", "3", *flags, cwd=many))
+    header, *body = table.strip().splitlines()
+    assert header.split()[0] == "rank" and len(body) == 3
+    doc = json.loads(ok(run("query", "garden note water", "-k", "3", "--json", *flags, cwd=many)))
+    assert [r["rank"] for r in doc["results"]] == [1, 2, 3]
+    assert len({r["id"] for r in doc["results"]}) == 3
+
+
+def test_records_sharing_their_text_are_two_results(many: Path) -> None:
+    for flags in ([], ["--dense"], ["--lexical"]):
+        doc = json.loads(ok(run("query", "compost the weeds never the seeds", "-k", "2",
+                                "--json", *flags, cwd=many)))
+        assert sorted(r["path"] for r in doc["results"]) == ["notes/twin-a.txt",
+                                                              "notes/twin-b.txt"], flags
+    out = ok(run("query", "compost weeds", "-k", "2", "--explain", "--lexical", cwd=many))
+    assert "[lexical]" in out and "[dense]" not in out and "dedupe" not in out
 
 
 def test_query_text_with_search_syntax_is_safe(workdir: Path) -> None:
@@ -268,7 +304,8 @@ def test_mismatched_embedder_is_refused_clearly(workdir: Path) -> None:
     env = _env(AGENTKIT_MODEL="some/other-model")
     del env["AGENTKIT_EMBEDDER"]
     line = one_line_error(run("query", "x", "--dense", cwd=workdir, env=env))
-    assert "refusing to mix in 'some/other-model'" in line
+    assert "refusing to mix in 'some/other-model (sentence-transformers fp32)'" in line
+    assert "--embedder hashing" in line  # says how to use the store's own
     # a different hashing width is a different embedder
     result = subprocess.run(
         [sys.executable, "-c",
@@ -379,7 +416,9 @@ def test_a_missing_embedding_model_names_the_extra_to_install(
 
     monkeypatch.delenv("AGENTKIT_EMBEDDER", raising=False)
     monkeypatch.delenv("AGENTKIT_MODEL", raising=False)
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as without the extra
+    # As without the extra: neither the runtime nor the model package can be imported.
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    monkeypatch.setitem(sys.modules, "agentkit_minilm_onnx", None)
     db = tmp_path / "m.db"
     assert main(["--store", str(db), "ingest", str(NOTES / "gardening.txt")]) == 1
     line = capsys.readouterr().err.strip()

@@ -38,6 +38,7 @@ LAZY = {
     "agentkit.vector.PostgresVectorStore": "agentkit.vector.postgres.PostgresVectorStore",
     "agentkit.vector.SentenceTransformerEmbedder":
         "agentkit.vector.sentence.SentenceTransformerEmbedder",
+    "agentkit.vector.OnnxEmbedder": "agentkit.vector.onnx_embedder.OnnxEmbedder",
 }
 
 _HEADING = re.compile(r"<h([1-6])\b[^>]*\bid=\"([^\"]+)\"[^>]*>(.*?)</h\1>", re.S)

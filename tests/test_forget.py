@@ -81,16 +81,9 @@ async def test_every_store_is_a_forgetting_port(store: Any) -> None:
     assert isinstance(store, ForgettingPort)
 
 
-async def test_delete_where_judges_every_page_of_a_scope(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The SQLite store reads a scope in pages along its ids: matches on every page and
-    at page edges go, ids beyond ASCII sort the same in SQLite and Python, and another
-    scope's rows (which share the index) never count."""
-    import agentkit.vector.sqlite as sqlite_module
-
-    monkeypatch.setattr(sqlite_module, "_PICK_ROWS", 4)
-    # 12 rows: three full pages, then an empty one
+async def test_delete_where_judges_every_row_of_a_scope(tmp_path: Path) -> None:
+    """The SQLite store judges the scope's rows in SQL: every match goes, ids beyond
+    ASCII included, and another scope's rows (which share the index) never count."""
     ids = [f"c{i:02d}" for i in range(8)] + ["é1", "z9", "\U0001f40b", "日本"]
     chunks = [
         Chunk(cid, f"walrus {n}", {"doc_id": "d1" if n % 2 else "d0", "n": n})
@@ -200,7 +193,10 @@ _CHILD = textwrap.dedent(
 def _child(path: Path, op: str) -> Any:
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, str(path), op],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     return json.loads(done.stdout)
 
@@ -368,8 +364,9 @@ async def test_composite_forgets_in_every_member_and_totals(tmp_path: Path) -> N
         ctx = Ctx(scope=ACME)
         assert composite.forgets
         assert await composite.forget({"doc_id": "d0"}, ctx=ctx) == 8
-        assert [(o.data["source"], o.data["n"]) for o in ctx.timeline
-                if o.kind == "memory.forgot"] == [("durable", 4), ("fast", 4)]
+        assert [
+            (o.data["source"], o.data["n"]) for o in ctx.timeline if o.kind == "memory.forgot"
+        ] == [("durable", 4), ("fast", 4)]
         assert await composite.delete(["c01"], ctx=ctx) == 2
         hits = ids(await composite.query("walrus tusks", k=50, ctx=ctx))
         assert hits and not {"c00", "c01", "c03"} & hits

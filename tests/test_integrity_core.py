@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from agentkit.cli._hybrid import RRF_CONSTANT, build
 from agentkit.kernel import CompositeQueryError, Ctx, InvalidArgumentType, Scope
+from agentkit.state.memory import HYBRID_RRF_CONSTANT as RRF_CONSTANT
 from agentkit.state.memory import (
     CachedMemory,
     CompositeMemory,
+    HybridMemory,
     LexicalMemory,
     MemoryItem,
     PerScopeMemory,
@@ -360,22 +361,23 @@ async def _cli_store(tmp_path: Path) -> SQLiteVectorStore:
 async def test_hybrid_write_back_updates_the_row_in_place(tmp_path: Path) -> None:
     store = await _cli_store(tmp_path)
     try:
-        stack = build(store, "hybrid")
-        [top] = await stack.memory.query("lost badges front desk", k=1, ctx=ACME)
+        memory = HybridMemory(store)
+        [top] = await memory.query("lost badges front desk", k=1, ctx=ACME)
         assert top.id == "badge"
-        assert top.source == "lexical"  # BM25's raw score beats the cosine: the usual case
+        assert top.source == "hybrid"  # one item per record, whichever halves found it
         edited = dataclasses.replace(top, content=top.content + " Bring photo ID.")
-        await stack.memory.write([edited], ctx=ACME)
+        await memory.write([edited], ctx=ACME)
         assert await store.count(scope=ACME.scope) == len(NOTES)
         [row] = await store.get(["badge"], scope=ACME.scope)
         assert row.text.endswith("Bring photo ID.")
         assert row.metadata == {"team": "ops"}
-        # The same through the dense half alone, and with rebuilt metadata.
-        [top] = await stack.memory.query("lost badges front desk", k=1, ctx=ACME)
+        # The same from a one-half search, and with rebuilt metadata.
+        dense = HybridMemory(store, mode="dense")
+        [top] = await dense.query("lost badges front desk", k=1, ctx=ACME)
         again = dataclasses.replace(
             top, content="Badges: front desk.", metadata={**top.metadata, "team": "facilities"}
         )
-        await VectorMemory(store, name="dense").write([again], ctx=ACME)
+        await dense.write([again], ctx=ACME)
         assert await store.count(scope=ACME.scope) == len(NOTES)
         [row] = await store.get(["badge"], scope=ACME.scope)
         assert (row.text, row.metadata) == ("Badges: front desk.", {"team": "facilities"})

@@ -178,6 +178,40 @@ async def test_stdio_search_on_an_empty_scope_never_names_other_scopes(root: Pat
     assert ACME not in shown and "acme" not in shown and "no --scope" not in shown
 
 
+async def test_stdio_where_language_on_search_and_forget(root: Path) -> None:
+    """The schema describes the operators; search filters with them inside the tenant,
+    and forget with the same filter deletes exactly what search found."""
+    db = root / "memory.db"
+    before = await count(db, ACME)
+    async with stdio(db, "--scope", ACME) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ("memory_search", "memory_forget"):
+            described = json.dumps(tools[name].input_schema["properties"]["where"])
+            for op in ("$gte", "$in", "$nin", "$exists", "$or", "$not"):
+                assert op in described, (name, op)
+        wrote = await client.call_tool("memory_write", {"items": [
+            {"content": f"Narwhal almanac entry {year}", "id": f"n{year}",
+             "metadata": {"year": year, "topic": "sea" if year % 2 else "ice"}}
+            for year in range(2016, 2026)
+        ]})
+        assert not wrote.is_error, wrote
+        flt = {"year": {"$gte": 2020, "$lt": 2024}, "$or": [{"topic": "sea"}, {"year": 2022}]}
+        found = await client.call_tool(
+            "memory_search", {"query": "narwhal almanac", "k": 50, "where": flt})
+        assert not found.is_error, found
+        ids = {i["id"] for i in found.structured_content["items"]}
+        assert ids == {"n2021", "n2022", "n2023"}
+        gone = await client.call_tool("memory_forget", {"where": flt})
+        assert gone.structured_content == {"deleted": 3}
+        left = await client.call_tool(
+            "memory_search", {"query": "narwhal almanac", "k": 50,
+                              "where": {"year": {"$exists": True}}})
+        assert {i["id"] for i in left.structured_content["items"]} == {
+            f"n{y}" for y in range(2016, 2026)} - ids
+        await client.call_tool("memory_forget", {"where": {"topic": {"$in": ["sea", "ice"]}}})
+    assert await count(db, ACME) == before
+
+
 BAD_CALLS = [
     ("memory_search", {"query": "x", "k": 0}, "k"),
     ("memory_search", {"query": "x", "k": -3}, "k"),
@@ -201,7 +235,14 @@ BAD_CALLS = [
     ("memory_write", {"items": [{"content": "ok", "id": 12}]}, "items[0].id"),
     ("memory_write", {"items": [{"content": "a", "id": "d"}, {"content": "b", "id": "d"}]},
      "items[1].id"),
+    ("memory_search", {"query": "x", "where": {"year": {"$gte": [2020]}}}, "'year'"),
+    ("memory_search", {"query": "x", "where": {"year": {"$regex": "x"}}}, "$regex"),
+    ("memory_search", {"query": "x", "where": {"$or": {"a": 1}}}, "$or"),
+    ("memory_search", {"query": "x", "where": {"a": {"$in": "ab"}}}, "$in"),
     ("memory_forget", {}, "ids"),
+    ("memory_forget", {"ids": ["a"], "where": {"a": 1}}, "not both"),
+    ("memory_forget", {"where": {}}, "non-empty"),
+    ("memory_forget", {"where": {"a": {"$gt": None}}}, "$gt"),
     ("memory_forget", {"ids": "abc"}, "ids"),
     ("memory_forget", {"ids": ["a", 3]}, "ids[1]"),
 ]

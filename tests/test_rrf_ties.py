@@ -12,9 +12,16 @@ from typing import Any
 
 import pytest
 
-from agentkit.cli._hybrid import build
 from agentkit.kernel import Ctx, InvalidArgumentType, Scope
-from agentkit.state.memory import HYBRID_TIES, CompositeMemory, MemoryItem, rrf_rerank
+from agentkit.state.memory import (
+    HYBRID_RRF_CONSTANT,
+    HYBRID_TIES,
+    CompositeMemory,
+    HybridMemory,
+    MemoryItem,
+    rrf_rerank,
+)
+from agentkit.vector import Chunk
 
 CTX = Ctx(Scope("acme", "support"))
 
@@ -73,19 +80,22 @@ async def test_ties_must_name_a_source() -> None:
         await rrf_rerank("q", [item("a")], k=1, ties=3)  # type: ignore[arg-type]
 
 
-async def test_the_cli_hybrid_settles_ties_by_the_lexical_half() -> None:
+async def test_agentkit_hybrid_settles_ties_by_the_lexical_half() -> None:
     assert HYBRID_TIES == "lexical"
 
     class Store:
+        """Two fixed rankings with mirrored ranks: a is 1st/3rd, b is 3rd/1st."""
+
         async def search(self, *a: Any, **kw: Any) -> list[Any]:
-            return []
+            return [(0.9, Chunk(c, f"text of {c}")) for c in ("a", "x", "b")]
 
         async def lexical_search(self, *a: Any, **kw: Any) -> list[Any]:
-            return []
+            return [(9.0, Chunk(c, f"text of {c}")) for c in ("b", "y", "a")]
 
-    memory = build(Store(), "hybrid").memory
-    assert isinstance(memory, CompositeMemory)
-    reranker = memory.reranker
-    assert isinstance(reranker, functools.partial)
-    assert reranker.keywords["ties"] == HYBRID_TIES
-    assert [m.name for m in memory.sources] == ["dense", "lexical"]
+    memory = HybridMemory(Store())
+    assert (memory.ties, memory.constant) == (HYBRID_TIES, HYBRID_RRF_CONSTANT)
+    got = await memory.query("q", k=4, ctx=CTX)
+    assert [i.id for i in got][:2] == ["b", "a"]
+    assert got[0].score == got[1].score
+    pool_order = await HybridMemory(Store(), ties=None).query("q", k=4, ctx=CTX)
+    assert [i.id for i in pool_order][:2] == ["a", "b"]

@@ -40,6 +40,7 @@ from agentkit.state.memory import (
     CompactedMemory,
     CompositeMemory,
     FileMemory,
+    HybridMemory,
     JournalMemory,
     LexicalMemory,
     MemoryItem,
@@ -527,6 +528,7 @@ def test_delete_methods_the_shipped_classes_define_are_traced() -> None:
         LexicalMemory,
         PerScopeMemory,
         CompactedMemory,
+        HybridMemory,
     )
     for cls in shipped:
         for method, fn in vars(cls).items():

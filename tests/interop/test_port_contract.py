@@ -645,10 +645,16 @@ class TestLangChainInMemoryKit(_PairKit):
 
 
 class TestLangChainChromaKit(_PairKit):
+    """Chroma's filter orders numbers only, and has no $exists: those are refused."""
+
+    operators = False
     pair_name = "lc-chroma"
 
 
 class TestLangChainQdrantKit(_PairKit):
+    """Qdrant's ranges are numeric, and $exists is not stated: those are refused."""
+
+    operators = False
     pair_name = "lc-qdrant"
 
 
@@ -657,14 +663,23 @@ class TestLangChainFaissKit(_PairKit):
 
 
 class TestLlamaIndexSimpleKit(_PairKit):
+    """LlamaIndex MetadataFilters hold no bool; ranges, $nin, $exists, $or are refused here."""
+
+    operators = False
     pair_name = "li-simple"
 
 
 class TestLlamaIndexChromaKit(_PairKit):
+    """LlamaIndex MetadataFilters hold no bool, Chroma no string range."""
+
+    operators = False
     pair_name = "li-chroma"
 
 
 class TestLlamaIndexQdrantKit(_PairKit):
+    """LlamaIndex MetadataFilters hold no bool, Qdrant no string range."""
+
+    operators = False
     pair_name = "li-qdrant"
 
 
@@ -672,5 +687,6 @@ class TestLlamaIndexFaissKit(_PairKit):
     """LlamaIndex's FaissVectorStore can neither filter nor delete."""
 
     pair_name = "li-faiss"
+    operators = False
     scoped = False
     deletes = False

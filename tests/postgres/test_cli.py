@@ -178,3 +178,60 @@ async def test_a_crash_before_the_stale_delete_is_repaired_on_postgres(
     kept = await store.get([chunk_id(key, p) for p in range(n_old)], scope=scope)
     assert [c.text for c in kept] == ["# Long\n\nNow it is short."]
     assert await store.count(scope=scope) == 1
+
+
+def test_a_collection_from_before_engines_were_recorded_needs_no_flag(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Issue 27: a collection written by sentence-transformers (recorded as the model name
+    alone) is extended by the ONNX fp32 default with no flag and no re-embedding; int8
+    is refused there in one line naming the store's own --embedder."""
+    import asyncio
+
+    from agentkit.kernel.ctx import Scope
+    from agentkit.vector import Chunk, OnnxEmbedder, PostgresVectorStore
+    from agentkit.vector._embedder_id import DEFAULT_MODEL
+
+    class Legacy:  # as agentkit wrote it before: the model name only, fp32 vectors
+        model_name = DEFAULT_MODEL
+        dim = 384
+
+        def __init__(self) -> None:
+            self.inner = OnnxEmbedder("fp32")
+
+        async def embed(self, texts: list[str]) -> Any:
+            return await self.inner.embed(texts)
+
+    async def seed() -> None:
+        async with PostgresVectorStore(db_url, embedder=Legacy(), create=True) as store:
+            await store.upsert([Chunk("old-1", "Tomatoes need six hours of sun.")],
+                               scope=Scope())
+
+    asyncio.run(seed())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agentkit.cli", "--store", db_url, *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    def vector_of(record: str) -> str:
+        with psycopg.connect(db_url) as conn:
+            row = conn.execute("SELECT embedding::text FROM agentkit_chunks WHERE id = %s",
+                               (record,)).fetchone()
+            return str(row[0])  # type: ignore[index]
+
+    before = vector_of("old-1")
+    shutil.copytree(NOTES, tmp_path / "notes")
+    added = cli("ingest", "notes")
+    assert added.returncode == 0, added.stderr
+    assert vector_of("old-1") == before and rows(db_url) == 4
+    out = cli("query", "how much sun do tomatoes need", "--dense", "-k", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["results"][0]["id"] == "old-1"
+    refused = cli("ingest", "notes", "--embedder", "onnx")
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert "--embedder onnx:fp32" in refused.stderr
+    password = psycopg.conninfo.conninfo_to_dict(db_url).get("password")
+    assert not password or str(password) not in refused.stderr
+    assert rows(db_url) == 4

@@ -13,7 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentkit.kernel import Ctx, Scope
+from agentkit.kernel.errors import InvalidArgument
 from agentkit.state.memory import CachedMemory, VectorMemory
 from agentkit.vector import Chunk
 from agentkit.vector.postgres import PostgresVectorStore

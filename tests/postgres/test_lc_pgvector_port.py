@@ -75,3 +75,47 @@ async def test_existing_rows_and_tenants_on_pgvector(pgvector: Any) -> None:
     await port.delete(["doc-1", "never-written"], scope=Scope())
     assert await pgvector.aget_by_ids(["doc-1"]) == []
     assert [c.id for _, c in await port.search(query, k=5, scope=Scope())] == ["doc-2"]
+
+
+RECORDS = [
+    ("r1", {"team": "billing", "year": 2018, "name": "alpha"}),
+    ("r2", {"team": "billing", "year": 2021, "pinned": True}),
+    ("r3", {"team": "support", "year": 2020.0, "name": "zulu"}),
+    ("r4", {"team": "logistics", "year": "2022"}),  # a string year: never ordered
+    ("r5", {"year": 2019}),
+]
+
+
+async def test_operator_filters_on_pgvector_exact_or_refused(pgvector: Any) -> None:
+    """The where language in PGVector's own JSON-path filter, typed as agentkit's: what
+    it cannot state exactly (a negation, string orderings) is refused by name."""
+    from agentkit_langchain import LangChainVectorPort
+
+    from agentkit.kernel.errors import UnsupportedOperation
+    from agentkit.kernel.where import parse_where
+
+    port = LangChainVectorPort(pgvector)
+    chunks = [Chunk(cid, f"ledger entry {cid}", meta) for cid, meta in RECORDS]
+    await port.upsert(chunks, scope=ACME)
+    await port.upsert(chunks, scope=Scope("globex", "support"))
+    for where in (
+        {"year": {"$gte": 2020}},
+        {"$or": [{"team": "billing"}, {"year": {"$lt": 2019}}]},
+        {"year": {"$in": [2018, 2020, "2022"]}},
+        {"pinned": True, "year": {"$gt": 2020}},
+        {"name": {"$exists": False}},
+    ):
+        tree = parse_where(where)
+        assert tree is not None
+        expected = {cid for cid, meta in RECORDS if tree.matches(meta)}
+        hits = await port.search("ledger entry", k=10, scope=ACME, where=where)
+        assert {c.id for _, c in hits} == expected, where
+    for where, op in (
+        ({"team": {"$ne": "billing"}}, "$ne"),
+        ({"$not": {"year": 2018}}, "$ne"),
+        ({"$not": {"year": {"$gt": 2018}}}, "$not"),
+        ({"name": {"$gt": "m"}}, "$gt"),
+    ):
+        with pytest.raises(UnsupportedOperation) as info:
+            await port.search("ledger entry", k=10, scope=ACME, where=where)
+        assert op in str(info.value) and "PGVector" in str(info.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -11,7 +12,7 @@ import pytest
 from psycopg import sql
 
 from agentkit.kernel import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, InvalidFilter, StoreError
 from agentkit.vector import Chunk, HashingEmbedder, LexicalPort, VectorPort
 from agentkit.vector.postgres import COPY_THRESHOLD, PostgresVectorStore
 
@@ -54,8 +55,8 @@ async def test_search_returns_cosine_similarity_best_first(store: PostgresVector
         ({"flag": 1}, set()),  # a bool never equals an int
         ({"missing": None}, set()),  # absence never matches
         ({"lang": []}, set()),
-        ({"lang": {"not": "pushable"}}, set()),
-        ({"lang": ["en", {"odd": 1}]}, {"c1", "c2"}),  # partly pushable: re-checked
+        ({"lang": {"$in": ["fr", "de"]}, "n": {"$lte": 1}}, {"c4"}),
+        ({"$or": [{"flag": True}, {"n": {"$lt": 1.5}}]}, {"c1", "c3", "c4"}),
     ],
 )
 async def test_where_filters(
@@ -68,6 +69,14 @@ async def test_where_filters(
         "cat cats dogs postgres hnsw", k=10, scope=ACME, where=where
     )
     assert {c.id for _, c in lexical} == expected
+
+
+@pytest.mark.parametrize("where", [{"lang": {"not": "an operator"}}, {"lang": ["en", {"o": 1}]}])
+async def test_a_dict_value_is_an_operator_dict_or_refused(
+    store: PostgresVectorStore, where: dict[str, object]
+) -> None:
+    with pytest.raises(InvalidFilter, match="'lang'"):
+        await store.search("cats", k=10, scope=ACME, where=where)
 
 
 async def test_filtered_search_fills_k_when_matches_are_rare(store: PostgresVectorStore) -> None:
@@ -185,9 +194,7 @@ async def test_newer_schema_version_is_refused(
 ) -> None:
     await store.count()
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE agentkit_schema SET version = 99 WHERE collection = %s", (collection,)
-        )
+        conn.execute("UPDATE agentkit_schema SET version = 99 WHERE collection = %s", (collection,))
     with pytest.raises(StoreError, match="schema version 99"):
         await make_store().count()
 
@@ -357,3 +364,41 @@ async def test_a_store_follows_sequential_event_loops(
     finally:
         release.set()
         await asyncio.to_thread(holder.join)
+
+
+async def test_indexed_keys_serve_range_filters(
+    make_store: Any, pg_url: str, collection: str
+) -> None:
+    """``indexed_keys`` keeps a btree on ``metadata -> key``; the compiled range filter
+    is that very expression, so the planner reads the index instead of every row."""
+    import psycopg
+
+    store = make_store(indexed_keys=["year"])
+    chunks = [Chunk(f"r{i}", f"note {i}", {"year": 1900 + i % 200}) for i in range(2000)]
+    await store.upsert(chunks, scope=ACME)
+    hits = await store.search("note", k=5, scope=ACME, where={"year": {"$lt": 1901}})
+    assert len(hits) == 5 and all(c.metadata["year"] == 1900 for _, c in hits)
+    from psycopg import sql
+
+    from agentkit.kernel.where import parse_where
+    from agentkit.vector._pg_sql import where_clause
+
+    clause, params = where_clause(parse_where({"year": {"$lt": 1901}, "x": {"$exists": True}}))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(collection)))
+        conn.execute("SET enable_seqscan = off")
+        stmt = sql.SQL(
+            "EXPLAIN SELECT id FROM {t} WHERE org_id = 'acme' AND domain_id = 'support'{w}"
+        ).format(t=sql.Identifier(collection), w=clause)
+        plan = "\n".join(r[0] for r in conn.execute(stmt, params))
+        names = [r[0] for r in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s", (collection,)
+        )]
+    index = next(n for n in names if "_mk_" in n)
+    assert index in plan, plan
+
+
+async def test_indexed_keys_are_checked(make_store: Any) -> None:
+    for bad in ("year", [""], [3], ["a\x00b"]):
+        with pytest.raises((InvalidArgument, InvalidArgumentType)):
+            make_store(indexed_keys=bad)

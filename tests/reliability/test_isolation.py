@@ -38,6 +38,7 @@ from agentkit.state.memory import (
     CachedMemory,
     CompactedMemory,
     CompositeMemory,
+    HybridMemory,
     LexicalMemory,
     MemoryItem,
     MemorySource,
@@ -83,7 +84,7 @@ def tenant_ok(items: Iterable[MemoryItem], t: int) -> None:
 
 # --- stack specs (plain data hypothesis can shrink) --------------------------------------
 
-LEAVES = ["vector", "sqlite", "lexical", "files", "langchain", "llamaindex"]
+LEAVES = ["vector", "sqlite", "lexical", "hybrid", "files", "langchain", "llamaindex"]
 leaf = st.sampled_from(LEAVES).map(lambda kind: ("leaf", kind))
 
 
@@ -181,7 +182,7 @@ class Harness:
             vm = VectorMemory(InMemoryVectorStore(emb), name=f"vector{n}")
             self.seeders.append(lambda s, items: vm.write(items, ctx=Ctx(s)))
             return vm
-        if kind in ("sqlite", "lexical"):
+        if kind in ("sqlite", "lexical", "hybrid"):
             store = SQLiteVectorStore(self.root / f"store{n}.db", embedder=emb)
             self.closers.append(store.close)
 
@@ -193,6 +194,8 @@ class Harness:
             self.seeders.append(seed)
             if kind == "sqlite":
                 return VectorMemory(store, name=f"sqlite{n}")
+            if kind == "hybrid":
+                return HybridMemory(store, name=f"hybrid{n}")
             return LexicalMemory(store, name=f"lexical{n}")
         if kind == "files":
             folder = self.root / f"files{n}"

@@ -3,9 +3,11 @@
 A query of a hundred thousand words is scored on its first ``MAX_QUERY_TERMS`` distinct
 words, so it costs what a paragraph costs. And a query that is slow for any reason runs
 on a reader of its own: another tenant's query, or a write, does not queue behind it.
-The slow query here is made slow through the public API (a ``where`` value whose
-comparison blocks until the test releases it), so the order of events is exact rather
-than a race between timings; the timeouts are only there to end a hung run.
+The slow query here is made slow by failure injection at the one place every filtered
+read evaluates its ``where`` (the filter's column mask, on the reader's thread): it
+blocks until the test releases it, so the order of events is exact rather than a race
+between timings; the timeouts are only there to end a hung run. (A ``where`` value with
+a blocking ``__eq__`` did this once; the where language now refuses such values.)
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 import pytest
 
 from agentkit.kernel import Scope
+from agentkit.kernel.where import Field, Where
 from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore
+from agentkit.vector._where_columns import WhereColumns
 from agentkit.vector.port import MAX_QUERY_TERMS
 
 ACME = Scope("acme", "support")
@@ -66,19 +70,26 @@ async def test_a_100k_word_query_costs_what_its_first_terms_cost(tmp_path: Path)
         await store.close()
 
 
+SENTINEL = "slow-sentinel"  # no record holds it: the where means tag == "x"
+
+
 class SlowFilter:
-    """A ``where`` value whose comparison blocks until released (or a guard expires)."""
+    """``where``: tag is "x", spelt so its evaluation is recognised and blocks until
+    released (or a guard expires)."""
 
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.entered = threading.Event()
         self.release = threading.Event()
+        self.where: dict[str, Any] = {"tag": {"$in": ["x", SENTINEL]}}
+        original = WhereColumns.mask
 
-    def __eq__(self, other: object) -> bool:
-        self.entered.set()
-        self.release.wait(HANG)
-        return other == "x"
+        def mask(columns: WhereColumns, where: Where) -> Any:
+            if isinstance(where, Field) and SENTINEL in (where.value or ()):
+                self.entered.set()
+                self.release.wait(HANG)
+            return original(columns, where)
+
+        monkeypatch.setattr(WhereColumns, "mask", mask)
 
 
 Query = Callable[..., Coroutine[Any, Any, list[tuple[float, Chunk]]]]
@@ -92,12 +103,12 @@ def _kind(store: SQLiteVectorStore, kind: str) -> Query:
 
 @pytest.mark.parametrize("kind", ["lexical", "dense"])
 async def test_a_slow_query_does_not_stall_other_tenants_or_writes(
-    tmp_path: Path, kind: str
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await filled(tmp_path / "store.db")
     query = _kind(store, kind)
-    slow = SlowFilter()
-    where: dict[str, Any] = {"tag": slow}
+    slow = SlowFilter(monkeypatch)
+    where = slow.where
     stuck = asyncio.create_task(query("alpha notes", k=5, scope=ACME, where=where))
     try:
         assert await asyncio.to_thread(slow.entered.wait, HANG), "the slow query never ran"
@@ -114,10 +125,12 @@ async def test_a_slow_query_does_not_stall_other_tenants_or_writes(
     assert len(hits) == 5 and all(c.metadata["tag"] == "x" for _, c in hits)
 
 
-async def test_reads_running_at_close_finish_first(tmp_path: Path) -> None:
+async def test_reads_running_at_close_finish_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = await filled(tmp_path / "store.db")
-    slow = SlowFilter()
-    stuck = asyncio.create_task(store.lexical_search("alpha", k=3, scope=ACME, where={"tag": slow}))
+    slow = SlowFilter(monkeypatch)
+    stuck = asyncio.create_task(store.lexical_search("alpha", k=3, scope=ACME, where=slow.where))
     assert await asyncio.to_thread(slow.entered.wait, HANG)
     closing = asyncio.create_task(store.close())
     await asyncio.sleep(0.05)
@@ -126,12 +139,14 @@ async def test_reads_running_at_close_finish_first(tmp_path: Path) -> None:
     assert len(await stuck) == 3
 
 
-async def test_one_tenant_flooding_the_readers_leaves_one_for_another(tmp_path: Path) -> None:
+async def test_one_tenant_flooding_the_readers_leaves_one_for_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Many slow queries from one tenant at once never take every reader."""
     store = await filled(tmp_path / "store.db")
-    slow = SlowFilter()
+    slow = SlowFilter(monkeypatch)
     flood = [
-        asyncio.create_task(store.lexical_search("alpha", k=3, scope=ACME, where={"tag": slow}))
+        asyncio.create_task(store.lexical_search("alpha", k=3, scope=ACME, where=slow.where))
         for _ in range(12)
     ]
     try:
@@ -146,13 +161,15 @@ async def test_one_tenant_flooding_the_readers_leaves_one_for_another(tmp_path: 
     assert all(len(hits) == 3 for hits in answers)
 
 
-async def test_writes_during_a_search_leave_its_snapshot_whole(tmp_path: Path) -> None:
+async def test_writes_during_a_search_leave_its_snapshot_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A search sees the rows as they were when it began, whole; the next sees the writes."""
     store = await filled(tmp_path / "store.db")
     try:
         await store.search("alpha", k=1, scope=ACME)  # the scope's vectors are cached
-        slow = SlowFilter()
-        stuck = asyncio.create_task(store.search("alpha", k=1000, scope=ACME, where={"tag": slow}))
+        slow = SlowFilter(monkeypatch)
+        stuck = asyncio.create_task(store.search("alpha", k=1000, scope=ACME, where=slow.where))
         assert await asyncio.to_thread(slow.entered.wait, HANG)
         replace = store.upsert([Chunk("a1", "replaced", {"tag": "x"})], scope=ACME)
         await asyncio.wait_for(replace, HANG)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agentkit.kernel import Ctx, Scope
+from agentkit.kernel.errors import UnsupportedOperation
 from agentkit.state.memory import MemoryItem, VectorMemory
 from agentkit.testing import MemorySourceTests, VectorPortTests
 from agentkit.vector import Chunk, HashingEmbedder, InMemoryVectorStore
@@ -148,6 +149,58 @@ class TrueIsOne(_Port):
             return True
 
         return [hit for hit in hits if keep(hit[1].metadata)][:k]
+
+
+def _plain_only(where: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``where`` without the operators: what a store that only knows equality keeps."""
+    return {
+        k: v for k, v in (where or {}).items() if not k.startswith("$") and not isinstance(v, dict)
+    }
+
+
+class DropsOperators(_Port):
+    """Filters by the plain keys it understands and silently drops every operator:
+    ``{"page": {"$gt": 2}}`` becomes no filter at all, a widened answer."""
+
+    async def search(
+        self, query: str, *, k: int, scope: Scope, where: Mapping[str, Any] | None = None
+    ) -> list[tuple[float, Chunk]]:
+        return await self.inner.search(query, k=k, scope=scope, where=_plain_only(where))
+
+    async def scan(
+        self,
+        *,
+        scope: Scope,
+        where: Mapping[str, Any] | None = None,
+        after: str | None = None,
+        limit: int = 1000,
+    ) -> list[Chunk]:
+        return await self.inner.scan(
+            scope=scope, where=_plain_only(where), after=after, limit=limit
+        )
+
+
+class EmptyForOperators(_Port):
+    """Answers nothing, rather than refusing, for a filter it cannot express: the empty
+    answer the contract forbids even of a store that declares ``operators = False``."""
+
+    async def search(
+        self, query: str, *, k: int, scope: Scope, where: Mapping[str, Any] | None = None
+    ) -> list[tuple[float, Chunk]]:
+        if _plain_only(where) != dict(where or {}):
+            return []
+        return await self.inner.search(query, k=k, scope=scope, where=where)
+
+
+class RefusesNamingNothing(_Port):
+    """Refuses every operator filter, but its message says nothing of which operator."""
+
+    async def search(
+        self, query: str, *, k: int, scope: Scope, where: Mapping[str, Any] | None = None
+    ) -> list[tuple[float, Chunk]]:
+        if _plain_only(where) != dict(where or {}):
+            raise UnsupportedOperation("this filter is not supported")
+        return await self.inner.search(query, k=k, scope=scope, where=where)
 
 
 class ScanIgnoresAfter(_Port):
@@ -325,6 +378,10 @@ class _Ports(VectorPortTests):
     pass
 
 
+class _PortsWithoutOperators(VectorPortTests):
+    operators = False
+
+
 class _Sources(MemorySourceTests):
     pass
 
@@ -381,6 +438,27 @@ FAULTS = [
         "test_delete_where_counts_exactly_in_one_scope",
     ),
     Fault("True is 1", _Ports, TrueIsOne, _Port, "test_where_selects_exactly_what_the_rule_says"),
+    Fault(
+        "drops operators",
+        _Ports,
+        DropsOperators,
+        _Port,
+        "test_where_selects_exactly_what_the_rule_says",
+    ),
+    Fault(
+        "empty for operators, though operators = False",
+        _PortsWithoutOperators,
+        EmptyForOperators,
+        _Port,
+        "test_where_selects_exactly_what_the_rule_says",
+    ),
+    Fault(
+        "refuses naming no operator",
+        _PortsWithoutOperators,
+        RefusesNamingNothing,
+        _Port,
+        "test_where_selects_exactly_what_the_rule_says",
+    ),
     Fault(
         "scan ignores after",
         _Ports,

@@ -1,9 +1,9 @@
 """AgentkitVectorStore's hybrid mode ranks exactly as the project's hybrid does.
 
 One fusion mechanism: a hybrid LlamaIndex query over an agentkit store must give the
-ranking and the scores of ``CompositeMemory([dense, lexical], reranker=rrf_rerank)``
-over the same store (weights ``alpha`` / ``1 - alpha``, the hybrid's RRF constant and tie
-rule, as the CLI and AgentkitStore fuse), and keep
+ranking and the scores of rrf_rerank over the store's dense and lexical lists, each read
+``HYBRID_DEPTH`` deep (weights ``alpha`` / ``1 - alpha``, the hybrid's RRF constant and tie
+rule, as the CLI and AgentkitStore fuse: all three are ``HybridMemory``), and keep
 LlamaIndex's node identity (two nodes with one text are two results).
 """
 
@@ -20,6 +20,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument
 from agentkit.state.memory import (
+    HYBRID_DEPTH,
     HYBRID_RRF_CONSTANT,
     HYBRID_TIES,
     CompositeMemory,
@@ -68,7 +69,9 @@ async def test_hybrid_is_the_projects_rrf_over_the_same_store(
             ties=HYBRID_TIES,
         ),
     )
-    want = await reference.query(query, k=5, ctx=Ctx(scope=ACME))
+    # The texts are distinct, so the composite's merge joins only a node's two copies;
+    # asked for HYBRID_DEPTH, it reads each half that deep, as the hybrid does for 5.
+    want = (await reference.query(query, k=HYBRID_DEPTH, ctx=Ctx(scope=ACME)))[:5]
     assert got.ids == [item.id for item in want]
     assert got.similarities == pytest.approx([item.score for item in want], rel=1e-12)
     assert len(set(got.ids or [])) == 5  # a node found by both halves is one result
@@ -87,6 +90,7 @@ async def test_hybrid_keeps_two_nodes_with_the_same_text_apart(tmp_path: Path) -
         VectorStoreQuery(query_str="original receipt", similarity_top_k=4, mode="hybrid")
     )
     assert {"n1", "copy-a", "copy-b"} <= set(got.ids or [])
+    assert len(got.ids or []) == len(set(got.ids or [])) == 4  # exactly top-k, each once
     assert got.similarities == sorted(got.similarities or [], reverse=True)
     with pytest.raises(InvalidArgument, match="alpha"):
         await store.aquery(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import re
 from collections.abc import Mapping
 from typing import NoReturn
@@ -116,7 +115,14 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
         "--model",
         default=d(None),
         metavar="NAME|PATH",
-        help="sentence-transformers model (default: the store's own, else bundled MiniLM)",
+        help="a sentence-transformers model, as --embedder st:NAME (default: the store's own)",
+    )
+    parser.add_argument(
+        "--embedder",
+        default=d(None),
+        metavar="SPEC",
+        help="onnx (MiniLM int8, the default), onnx:fp32, st[:MODEL] (sentence-transformers "
+        "on torch) or hashing (default: the store's own; also: AGENTKIT_EMBEDDER)",
     )
     parser.add_argument(
         "--hashing",
@@ -161,6 +167,9 @@ def build_parser() -> _Parser:
     mode.add_argument("--lexical", dest="mode", action="store_const", const="lexical",
                       help="the word (BM25) half only; needs no embedding model")
     query.set_defaults(mode="hybrid")
+    from agentkit.cli import _where  # the filter flags live with their parser
+
+    _where.add_arguments(query, "return only")
     query.add_argument("--candidates", type=_positive, default=50, metavar="N",
                        help="hybrid: how deep each half is read before fusion (default 50)")
     query.add_argument("--exact", action="store_true",
@@ -225,12 +234,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         _unrecognized(parser, args, extras)
     args.scope = parse_scope(args.scope)
     args.store = str(default_store_path(args.store))
-    if not args.hashing:
-        args.hashing = os.environ.get("AGENTKIT_EMBEDDER", "").strip().lower() == "hashing"
-    if args.model is None:
-        args.model = os.environ.get("AGENTKIT_MODEL") or None
-    if args.hashing and args.model:
-        raise UsageError("--hashing and --model are mutually exclusive")
+    from agentkit.cli._embedder_choice import normalise
+
+    normalise(args)  # --embedder/--hashing/--model and their environment variables
     if args.command == "eval":
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
         bad = [m for m in modes if m not in ("dense", "lexical", "hybrid")]

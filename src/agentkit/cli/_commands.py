@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentkit.cli import _eval, _forget, _import, _ingest, _query, _stats
+from agentkit.cli import _eval, _forget, _import, _ingest, _query, _stats, _where
 from agentkit.cli._stores import open_store
 
 
@@ -20,19 +20,20 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
 
 async def cmd_query(args: argparse.Namespace) -> int:
     lexical_only = args.mode == "lexical"
+    where = _where.from_args(args)  # checked before the store is opened
     async with open_store(args, create=False, need_vectors=not lexical_only) as store:
-        items, stack, total = await _query.run(
+        items, found, total = await _query.run(
             store, args.text, k=args.k, mode=args.mode, scope=args.scope, depth=args.candidates,
-            exact=args.exact,
+            where=where, exact=args.exact,
         )
         note = None if items else await _stats.elsewhere(store, args.scope)
     if note is not None:
         print(note, file=sys.stderr)
-    info = _query.explain(items, stack, total) if args.explain else None
+    info = _query.explain(items, found, total) if args.explain else None
     if args.json:
-        print(_query.as_json(args.text, args.mode, args.scope, items, info))
+        print(_query.as_json(args.text, args.mode, args.scope, items, info, found))
         return 0
-    print(_query.table(items))
+    print(_query.table(items, found))
     if info is not None:
         print()
         print(_query.render_explain(info, items, args.k))

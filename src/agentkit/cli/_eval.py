@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from agentkit.cli._files import check_regular, lines
-from agentkit.cli._hybrid import Mode, build
 from agentkit.cli._ingest import beir_corpus_file, beir_name
 from agentkit.cli._progress import Progress
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument
+from agentkit.state.memory import HybridMemory, HybridMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,7 @@ async def evaluate(
     store: Any,
     scope: Scope,
     data: Dataset,
-    modes: Sequence[Mode],
+    modes: Sequence[HybridMode],
     *,
     k: int = 10,
     recall_at: int = 100,
@@ -133,12 +133,12 @@ async def evaluate(
     results: list[Scores] = []
     runs: dict[str, dict[str, list[str]]] = {}
     for mode in modes:
-        stack = build(store, mode, depth=max(depth, want), weights=weights)
-        bar = Progress(len(qids), f"eval {mode}", enabled=progress)
+        memory = HybridMemory(store, mode=mode, depth=max(depth, want), weights=weights)
+        bar = Progress(len(qids), f"eval {mode}", unit="queries", enabled=progress)
         ranked_by_q: dict[str, list[str]] = {}
         start = time.perf_counter()
         for qid in qids:
-            items = await stack.memory.query(data.queries[qid], k=want, ctx=ctx)
+            items = await memory.query(data.queries[qid], k=want, ctx=ctx)
             ranked_by_q[qid] = _doc_ranking(items, data.name)
             bar.update()
         elapsed = time.perf_counter() - start

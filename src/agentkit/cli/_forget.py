@@ -1,10 +1,9 @@
 """``agentkit-memory forget``: delete records by id, by metadata, or a whole scope.
 
-One mode per run: ids, ``--where key=value`` (repeatable: different keys must all
-match, a repeated key matches any of its values), or ``--all`` for the whole
-``--scope``, which also needs ``--yes``. A value matches the text as typed or the
-number/true/false/null it spells, so ``--where doc_id=7`` finds a BEIR ``"7"`` and an
-integer ``7`` alike. The count printed is the store's own: records that were there and
+One mode per run: ids, a filter (``--where key=value`` and/or ``--filter JSON``, see
+``_where``), or ``--all`` for the whole ``--scope``, which also needs ``--yes``. The
+filter is the one search takes: it deletes exactly what a query with it finds. The
+count printed is the store's own: records that were there and
 are now gone. No model is loaded and no store is created: forgetting from a path that
 holds no store is an error.
 
@@ -21,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agentkit.cli import _where
 from agentkit.cli._args import UsageError
 from agentkit.cli._stores import inspect_store, is_postgres
 from agentkit.kernel.ctx import Scope
@@ -33,51 +33,24 @@ _SHOWN = 5
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ids", nargs="*", metavar="ID",
                         help="chunk ids to delete; a prefix naming one record will do")
-    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                        help="delete the records whose metadata KEY equals VALUE (repeatable)")
+    _where.add_arguments(parser, "delete")
     parser.add_argument("--all", action="store_true",
                         help="delete every record of --scope (needs --yes)")
     parser.add_argument("--yes", action="store_true", help="confirm --all")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def parse_where(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs as a ``where``: keys AND-ed, a repeated key any-of."""
-    where: dict[str, list[Any]] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--where takes KEY=VALUE, got {pair!r}")
-        options = where.setdefault(key, [])
-        for option in _spellings(value):
-            if not any(_same(option, o) for o in options):
-                options.append(option)
-    return {key: options[0] if len(options) == 1 else options for key, options in where.items()}
-
-
-def _spellings(value: str) -> list[Any]:
-    """The text, and the JSON scalar it spells when it spells one (``7``, ``true``)."""
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return [value]
-    if parsed is None or isinstance(parsed, (bool, int, float)):
-        return [value, parsed]
-    return [value]
-
-
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
 def plan(args: argparse.Namespace) -> tuple[str, Any]:
     """The one thing this run deletes, or UsageError (exit 2) saying what is missing."""
-    modes = [m for m, given in (("ids", args.ids), ("where", args.where), ("all", args.all))
+    filtered = bool(args.where) or args.filter_json is not None
+    modes = [m for m, given in (("ids", args.ids), ("where", filtered), ("all", args.all))
              if given]
     if not modes:
-        raise UsageError("forget needs chunk IDs, --where KEY=VALUE or --all")
+        raise UsageError("forget needs chunk IDs, --where KEY=VALUE, --filter JSON or --all")
     if len(modes) > 1:
-        raise UsageError(f"forget takes one of IDs, --where or --all, got {' and '.join(modes)}")
+        raise UsageError(
+            f"forget takes one of IDs, --where/--filter or --all, got {' and '.join(modes)}"
+        )
     if args.yes and not args.all:
         raise UsageError("--yes only confirms --all")
     if args.all:
@@ -87,8 +60,8 @@ def plan(args: argparse.Namespace) -> tuple[str, Any]:
                 "add --yes to confirm"
             )
         return "all", None
-    if args.where:
-        return "where", parse_where(args.where)
+    if filtered:
+        return "where", _where.from_args(args)
     for cid in args.ids:
         if not cid:
             raise UsageError("an ID cannot be empty")

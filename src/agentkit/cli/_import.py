@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from agentkit.cli._progress import Progress
+from agentkit.cli._progress import Progress, metered
 from agentkit.cli._stores import open_store
 from agentkit.migrate import copy, read_folder
 
@@ -25,15 +25,16 @@ async def run(args: argparse.Namespace) -> int:
         page=args.batch,
     )
     async with open_store(args, create=True) as store:
-        bar = Progress(source.total or 0, f"import {source.kind}")
+        bar = Progress(source.total or 0, f"import {source.kind}", unit="records")
         try:
-            report = await copy(
-                source,
-                store,
-                scope=args.scope,
-                source_embedder=args.source_embedder,
-                progress=bar.update,
-            )
+            with metered(store, bar.advance):  # live while records are embedded
+                report = await copy(
+                    source,
+                    store,
+                    scope=args.scope,
+                    source_embedder=args.source_embedder,
+                    progress=bar.update,
+                )
         finally:
             bar.close()
     for line in report.lines():

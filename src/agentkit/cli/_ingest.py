@@ -27,7 +27,7 @@ from typing import Any
 
 from agentkit._links import stays_inside
 from agentkit.cli._files import check_regular, lines, read_bytes
-from agentkit.cli._progress import Progress
+from agentkit.cli._progress import Progress, metered
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument
 from agentkit.vector.port import Chunk, check_chunks
@@ -329,6 +329,7 @@ class Prepared:
     jobs: list[tuple[str, Path]]
     texts: dict[Path, tuple[Doc, list[Chunk]]]
     total: int  # documents
+    chunks: int  # what the progress bar counts (a BEIR record is one chunk)
     size: int
     overlap: int
 
@@ -343,17 +344,20 @@ def prepare(paths: Iterable[str], *, size: int = 1200, overlap: int = 200) -> Pr
         raise InvalidArgument(f"--overlap ({overlap}) must be smaller than --chunk-size ({size})")
     jobs = plan(paths)
     texts: dict[Path, tuple[Doc, list[Chunk]]] = {}
-    total = 0
+    total = pieces = 0
     for kind, path in jobs:
         if kind == "beir":
-            total += count_beir(path)
+            records = count_beir(path)
+            total += records
+            pieces += records
             continue
         doc = read_text_doc(path)
         chunks = chunks_of(doc, size, overlap)
         check_storable(chunks, doc.path)
         texts[path] = (doc, chunks)
         total += 1
-    return Prepared(jobs, texts, total, size, overlap)
+        pieces += len(chunks)
+    return Prepared(jobs, texts, total, pieces, size, overlap)
 
 
 async def ingest(
@@ -380,8 +384,8 @@ async def write(
     progress: bool | None = None,
 ) -> IngestStats:
     """Write what ``prepare`` checked: whole documents gathered into store writes of
-    about ``batch`` chunks (None: ``WRITE_CHUNKS``). The progress bar counts documents
-    once their write has landed, as the summary does.
+    about ``batch`` chunks (None: ``WRITE_CHUNKS``). The progress bar counts chunks: live
+    as they are embedded, and for certain once their write has landed.
 
     Each write (``_flush``) upserts its documents' new and changed chunks in one store
     call and then deletes what those documents left past their new end. A run killed
@@ -391,20 +395,21 @@ async def write(
     batch = WRITE_CHUNKS if batch is None else batch
     stats = IngestStats(sources=[str(p) for _, p in ready.jobs])
     started = time.monotonic()
-    bar = Progress(ready.total, "ingest", enabled=progress)
+    bar = Progress(ready.chunks, "ingest", unit="chunks", enabled=progress)
     pending: list[tuple[Doc, list[Chunk]]] = []
     pending_chunks = 0
     try:
-        for doc, chunks in _chunked(ready):
-            pending.append((doc, chunks))
-            pending_chunks += len(chunks)
-            if pending_chunks >= batch:
+        with metered(store, bar.advance):
+            for doc, chunks in _chunked(ready):
+                pending.append((doc, chunks))
+                pending_chunks += len(chunks)
+                if pending_chunks >= batch:
+                    await _flush(store, scope, pending, stats)
+                    bar.update(pending_chunks)
+                    pending, pending_chunks = [], 0
+            if pending:
                 await _flush(store, scope, pending, stats)
-                bar.update(len(pending))
-                pending, pending_chunks = [], 0
-        if pending:
-            await _flush(store, scope, pending, stats)
-            bar.update(len(pending))
+                bar.update(pending_chunks)
     finally:
         bar.close()
     stats.seconds = time.monotonic() - started

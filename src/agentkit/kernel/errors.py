@@ -23,6 +23,31 @@ class InvalidArgumentType(AgentkitError, TypeError):
     """An argument has the wrong type (a non-str query, a non-mapping ``where``)."""
 
 
+class InvalidFilter(InvalidArgument):
+    """A ``where`` filter is malformed (unknown operator, wrong operand, too deep or too
+    large); raised while parsing, before any store is touched.
+
+    Args:
+        message: What is wrong, naming the place in the filter.
+        key: The metadata key being tested, when there is one.
+        operator: The operator at fault, when there is one.
+        path: Where in the filter, spelt ``where['$or'][1]['year']['$gt']``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        operator: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.key = key
+        self.operator = operator
+        self.path = path
+        super().__init__(message)
+
+
 class ScopeViolation(AgentkitError, PermissionError):
     """A call crossed or lacked a tenant boundary; nothing was touched."""
 

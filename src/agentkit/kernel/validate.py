@@ -13,6 +13,7 @@ from typing import Any
 
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.where import Where, parse_where
 
 
 def check_k(k: object) -> int:
@@ -153,7 +154,11 @@ def unicode_problem(value: object, name: str) -> str | None:
 
 
 def check_where(where: object) -> dict[str, Any] | None:
-    """``where`` is ``None`` or a mapping with str keys; returns a plain dict copy."""
+    """``where`` is ``None`` or a mapping with str keys; returns a plain dict copy.
+
+    The shape every source's ``where`` shares; what the keys mean is the source's
+    own (tool arguments, a path prefix). Metadata filters are ``check_filter``'s.
+    """
     if where is None:
         return None
     if not isinstance(where, Mapping):
@@ -165,6 +170,26 @@ def check_where(where: object) -> dict[str, Any] | None:
     if problem is not None:
         raise InvalidArgument(problem)
     return dict(where)
+
+
+def check_filter(where: object) -> Where | None:
+    """A metadata ``where`` in the filter language (``agentkit.kernel.where``), parsed
+    once: what every store and bridge evaluates or compiles. None filters nothing.
+
+    Raises:
+        InvalidArgumentType: Not a mapping, or a non-str key.
+        InvalidFilter: A malformed filter (unknown operator, wrong operand, too deep
+            or too large), naming the key and operator.
+    """
+    return parse_where(check_where(where))
+
+
+def check_metadata_where(where: object) -> dict[str, Any] | None:
+    """``check_filter``'s checks, returning the plain dict copy (for a caller that
+    merges or forwards the filter rather than evaluating it)."""
+    checked = check_where(where)
+    parse_where(checked)
+    return checked
 
 
 def check_score(score: object) -> float | None:

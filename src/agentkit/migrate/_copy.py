@@ -35,6 +35,7 @@ from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_scope, lone_surrogate
 from agentkit.migrate._source import PAGE, Record, Source, canonical_embedder, records_source
+from agentkit.vector._embedder_id import same_vectors
 from agentkit.vector.port import Chunk
 
 _NOT_MAPPING = "metadata is not a mapping with string keys"
@@ -155,7 +156,7 @@ def _plan(source: Source, target: _Target, declared: str | None) -> _Plan:
         return _Plan(False, "the source does not record which model made its vectors"
                      f"{note}; pass source_embedder / --source-embedder to reuse them "
                      "if it was the store's")
-    if canonical_embedder(claimed) != target.name:
+    if not same_vectors(canonical_embedder(claimed), target.name):
         return _Plan(False, f"the source's vectors are from {claimed!r} ({how}), "
                      "not the store's embedder")
     return _Plan(True, f"the source's embedder {claimed!r} ({how}) is the store's")

@@ -81,8 +81,8 @@ def canonical_embedder(name: str) -> str:
     ``hashing`` names agentkit's HashingEmbedder; every alias of the bundled MiniLM is
     its full name; anything else is kept as given.
     """
+    from agentkit.vector._embedder_id import canonical_name
     from agentkit.vector.hashing import HashingEmbedder
-    from agentkit.vector.sentence import canonical_name
     from agentkit.vector.sqlite import embedder_name
 
     if not isinstance(name, str) or not name.strip():

@@ -92,9 +92,33 @@ class WhereCase:
     expected: frozenset[str]
 
 
-# The rule of agentkit.vector.matches_where, case by case. The operator language
-# ($eq, $ne, $gt, $in, $exists, $and, $or, $not, ...) lands as more rows of this table:
-# one WhereCase per operator, nothing else in either kit changes.
+def _same(got: Any, want: Any) -> bool:
+    """JSON equality, written apart from agentkit's evaluator: a bool equals only a bool,
+    numbers compare by value (``1 == 1.0``), a list or dict equals no scalar."""
+    if isinstance(got, bool) or isinstance(want, bool):
+        return isinstance(got, bool) and isinstance(want, bool) and got == want
+    if isinstance(got, (int, float)) and isinstance(want, (int, float)):
+        return got == want
+    return type(got) is type(want) and got == want
+
+
+def _num(m: Mapping[str, Any], key: str) -> float | None:
+    """The key's value when it is a JSON number (not a bool), else None: orderings hold
+    only between values of one kind."""
+    v = m.get(key)
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _page(test: Any) -> frozenset[str]:
+    return _keys(lambda m: (p := _num(m, "page")) is not None and test(p))
+
+
+def _lang(test: Any) -> frozenset[str]:
+    return _keys(lambda m: isinstance(m.get("lang"), str) and test(m["lang"]))
+
+
+# The rule of agentkit.kernel.where (docs/filters.md), case by case. Each expected set
+# comes from a plain predicate over WHERE_RECORDS, never from agentkit's evaluator.
 WHERE_CASES: tuple[WhereCase, ...] = (
     WhereCase("one rare value", {"lang": "de"}, frozenset({"de-1"})),
     WhereCase("a list is any-of", {"lang": ["de", "fr"]}, frozenset({"de-1", "fr-1"})),
@@ -115,9 +139,119 @@ WHERE_CASES: tuple[WhereCase, ...] = (
     WhereCase("absence never matches", {"missing": "v"}, frozenset()),
     WhereCase("an empty any-of matches nothing", {"lang": []}, frozenset()),
     WhereCase("no filter is everything", {}, frozenset(r.key for r in WHERE_RECORDS)),
+    # --- the operator language ---
+    WhereCase("$eq", {"lang": {"$eq": "fr"}}, frozenset({"fr-1"})),
+    WhereCase("$eq True is not 1", {"reviewed": {"$eq": True}}, frozenset({"flag-bool"})),
+    WhereCase("$eq 1.0 is 1", {"page": {"$eq": 1.0}}, _page(lambda p: p == 1)),
+    WhereCase(
+        "$ne holds where the key is missing",
+        {"lang": {"$ne": "en"}},
+        _keys(lambda m: "lang" not in m or not _same(m["lang"], "en")),
+    ),
+    WhereCase("$gt", {"page": {"$gt": 2}}, _page(lambda p: p > 2)),
+    WhereCase("$gte", {"page": {"$gte": 3}}, _page(lambda p: p >= 3)),
+    WhereCase("$lt", {"page": {"$lt": 1}}, _page(lambda p: p < 1)),
+    WhereCase("$lte", {"page": {"$lte": 1}}, _page(lambda p: p <= 1)),
+    WhereCase("$gt and $lt on one key", {"page": {"$gt": 0, "$lt": 2}}, _page(lambda p: p == 1)),
+    WhereCase("$lt on strings by code point", {"lang": {"$lt": "en"}}, _lang(lambda v: v < "en")),
+    WhereCase("$gte on strings", {"lang": {"$gte": "e"}}, _lang(lambda v: v >= "e")),
+    WhereCase("a number never orders a string", {"lang": {"$gt": 0}}, frozenset()),
+    WhereCase("a string never orders a number", {"page": {"$gte": "0"}}, frozenset()),
+    WhereCase("$in", {"lang": {"$in": ["de", "fr"]}}, frozenset({"de-1", "fr-1"})),
+    WhereCase("$in [1] is not True", {"reviewed": {"$in": [1]}}, frozenset({"flag-int"})),
+    WhereCase(
+        "$nin holds where the key is missing",
+        {"page": {"$nin": [0, 1, 2, 3]}},
+        _keys(lambda m: "page" not in m or not any(_same(m["page"], v) for v in (0, 1, 2, 3))),
+    ),
+    WhereCase(
+        "$exists true",
+        {"reviewed": {"$exists": True}},
+        _keys(lambda m: "reviewed" in m),
+    ),
+    WhereCase("$exists false", {"page": {"$exists": False}}, _keys(lambda m: "page" not in m)),
+    WhereCase(
+        "$and",
+        {"$and": [{"lang": "en"}, {"page": {"$gte": 3}}]},
+        _keys(lambda m: m.get("lang") == "en" and (_num(m, "page") or 0) >= 3),
+    ),
+    WhereCase(
+        "$or",
+        {"$or": [{"lang": "de"}, {"reviewed": True}]},
+        frozenset({"de-1", "flag-bool"}),
+    ),
+    WhereCase(
+        "$not includes records without its keys",
+        {"$not": {"lang": "en"}},
+        _keys(lambda m: m.get("lang") != "en"),
+    ),
+    WhereCase(
+        "$or of $and and $not, beside a top-level $not",
+        {
+            "$or": [
+                {"$and": [{"lang": "en"}, {"page": {"$gt": 3}}]},
+                {"$not": {"page": {"$in": [0, 1, 2, 3, 4]}}},
+            ],
+            "$not": {"reviewed": {"$exists": True}},
+        },
+        _keys(
+            lambda m: (
+                (
+                    (m.get("lang") == "en" and (_num(m, "page") or 0) > 3)
+                    or not any(_same(m.get("page", ...), v) for v in range(5))
+                )
+                and "reviewed" not in m
+            )
+        ),
+    ),
 )
-"""Every filter both kits check, with the exact records it selects. New filter syntax
-(the operator language) lands as more rows here."""
+"""Every filter both kits check, with the exact records it selects: equality and any-of,
+then one or more rows per operator of the ``where`` language, JSON-typed comparisons,
+missing keys, and nested ``$and``/``$or``/``$not``."""
+
+
+_NEGATED = {"$eq": "$ne", "$ne": "$eq", "$in": "$nin", "$nin": "$in", "$and": "$or", "$or": "$and"}
+
+
+def _operators_in(where: Any) -> frozenset[str]:
+    """The operators a filter uses, at any depth, spelled or implied: what a refusal may
+    name. A plain value is ``$eq``, a plain list ``$in``, several entries of one mapping
+    (keys, or operators on one key) an ``$and``: the language's own reading of them.
+    Under ``$not`` their negations count too (``$ne`` for ``$eq``, ``$nin`` for ``$in``,
+    ``$or`` for ``$and``): a translation may push a ``$not`` down that way."""
+    found: set[str] = set()
+    if isinstance(where, Mapping):
+        if len(where) > 1:
+            found.add("$and")
+        for key, value in where.items():
+            if isinstance(key, str) and key.startswith("$"):
+                found.add(key)
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                found.add("$in")
+            elif not isinstance(value, Mapping):
+                found.add("$eq")
+            inner = _operators_in(value)
+            found |= inner
+            if key == "$not":
+                found |= {_NEGATED[op] for op in inner if op in _NEGATED}
+    elif isinstance(where, (list, tuple)):
+        for value in where:
+            found |= _operators_in(value)
+    return frozenset(found)
+
+
+def refused_operator(error: BaseException, case: WhereCase, *, allowed: bool) -> str:
+    """Check a refusal of ``case`` against the contract (issue #26) and say what it was.
+
+    A refusal is acceptable only where the kit subclass declares ``operators = False``
+    (``allowed``) and it names an operator the case's filter uses; anything else fails
+    the check. Returns ``"case name ($op)"`` for the skip that lists refusals."""
+    where = f"where {case.name} {dict(case.where)}"
+    assert allowed, f"{where} refused ({error}); declare operators = False if it cannot be"
+    for op in sorted(_operators_in(case.where)):
+        if re.search(rf"{re.escape(op)}(?![\w])", str(error)):
+            return f"{case.name} ({op})"
+    raise AssertionError(f"{where}: the refusal names none of its operators: {error}")
 
 
 @dataclass(frozen=True)

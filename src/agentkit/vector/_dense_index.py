@@ -310,10 +310,9 @@ class DenseIndexes:
 
     def _rows(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> tuple[Rowids, Vectors]:
         """The scope's rowids (ascending) and vectors in ``conn``'s snapshot."""
-        what = f"dense index of {bucket[0]}/{bucket[1]}"
         ids: list[npt.NDArray[np.int64]] = []
         blocks: list[Vectors] = []
-        for batch in scope_rows(conn, bucket, "vector", what=what, progress=self.progress):
+        for batch in scope_rows(conn, bucket, "vector", kind="dense", progress=self.progress):
             ids.append(np.fromiter((r[0] for r in batch), dtype=np.int64, count=len(batch)))
             flat = np.frombuffer(b"".join(r[1] for r in batch), dtype=np.float32)
             blocks.append(flat.reshape(len(batch), self.dim))

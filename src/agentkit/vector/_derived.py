@@ -51,6 +51,12 @@ _LOG_FROM = 20_000
 Progress = Callable[[str, int, int], None]
 """``(what, done, total)``: how far a rebuild has come (``what`` names index and scope)."""
 
+#: Set by the command line to draw a long rebuild: called with the index kind
+#: (``"lexical"``, ``"dense"``), the scope (``"ORG/DOMAIN"``, ``"-"`` when unscoped) and
+#: the row count, it returns something with ``update(n)`` and ``close()``. Used when a
+#: store was given no ``progress`` of its own; rebuilds of one batch or less are not drawn.
+rebuild_progress: Callable[[str, str, int], Any] | None = None
+
 _log = logging.getLogger("agentkit.vector")
 
 
@@ -203,30 +209,47 @@ def rows_of(
         )
 
 
+def scope_text(bucket: tuple[str, str]) -> str:
+    """A scope as progress and logs name it: ``ORG/DOMAIN``, ``-`` when unscoped."""
+    return "/".join(bucket) if any(bucket) else "-"
+
+
 def scope_rows(
     conn: sqlite3.Connection,
     bucket: tuple[str, str],
     columns: str,
     *,
-    what: str,
+    kind: str,
     progress: Progress | None = None,
 ) -> Iterator[list[tuple[Any, ...]]]:
     """Every row of the scope in ``conn``'s snapshot as ``(rowid, *columns)``, in
-    batches, reporting progress for a rebuild."""
+    batches, reporting a rebuild of the ``kind`` index: to ``progress``, else to the
+    command line's ``rebuild_progress`` (a bar), and to the log when large."""
+    what = f"{kind} index {scope_text(bucket)}"
     report = progress or log_progress
     (count,) = conn.execute(
         "SELECT count(*) FROM chunks WHERE org = ? AND domain = ?", bucket
     ).fetchone()
     total = int(count)
+    hook = rebuild_progress
+    bar = None
+    if progress is None and hook is not None and total > _BATCH:
+        bar = hook(kind, scope_text(bucket), total)
     report(what, 0, total)
     done = 0
     rows = conn.execute(f"SELECT rowid, {columns} FROM chunks WHERE org = ? AND domain = ?", bucket)
-    while batch := rows.fetchmany(_BATCH):
-        yield batch
-        done += len(batch)
-        report(what, min(done, total), total)
-    if done < total:  # the count and the rows come from one snapshot: only to be sure
-        report(what, total, total)
+    try:
+        while batch := rows.fetchmany(_BATCH):
+            yield batch
+            done += len(batch)
+            report(what, min(done, total), total)
+            if bar is not None:
+                bar.update(len(batch))
+        if done < total:  # the count and the rows come from one snapshot: only to be sure
+            report(what, total, total)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def prune_log(conn: sqlite3.Connection, bucket: tuple[str, str], through: int | None) -> None:

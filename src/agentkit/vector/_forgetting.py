@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
-from agentkit.kernel.validate import check_unicode, check_where
+from agentkit.kernel.validate import check_metadata_where, check_unicode
+from agentkit.kernel.where import Where, parse_where
 
 # scan's page size when the caller does not choose one, and its ceiling.
 SCAN_LIMIT = 1000
@@ -18,8 +19,11 @@ MAX_SCAN_LIMIT = 100_000
 
 def check_forget_where(where: object) -> dict[str, Any]:
     """A non-empty ``where``: an empty filter matches everything, and wiping a whole
-    scope must be asked for by name (``delete_scope``), never reached by a missing key."""
-    checked = check_where(where)
+    scope must be asked for by name (``delete_scope``), never reached by a missing key.
+
+    The same language and checks as search (``check_filter``): a filter that deletes
+    is exactly the filter that finds."""
+    checked = check_metadata_where(where)
     if not checked:
         raise InvalidArgument(
             "delete_where needs a non-empty where (it would match every record); "
@@ -28,11 +32,20 @@ def check_forget_where(where: object) -> dict[str, Any]:
     return checked
 
 
+def check_forget_filter(where: object) -> Where:
+    """``check_forget_where``, parsed: what a store's ``delete_where`` evaluates or
+    compiles, the same tree its search would."""
+    tree = parse_where(check_forget_where(where))
+    if tree is None:  # pragma: no cover - check_forget_where refused it already
+        raise InvalidArgument("delete_where needs a non-empty where")
+    return tree
+
+
 def check_scan(
     where: object, after: object, limit: object
 ) -> tuple[dict[str, Any] | None, str | None, int]:
     """``scan``'s arguments: a ``where`` as search takes it, a str cursor, a page size."""
-    checked = check_where(where)
+    checked = check_metadata_where(where)
     if after is not None:
         if not isinstance(after, str):
             raise InvalidArgumentType(f"after must be a str (a chunk id) or None, got "

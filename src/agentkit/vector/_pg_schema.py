@@ -14,7 +14,8 @@ from psycopg import sql
 
 from agentkit.kernel.errors import StoreError
 from agentkit.vector import _pg_bm25
-from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE
+from agentkit.vector._embedder_id import same_vectors
+from agentkit.vector._pg_sql import SCHEMA_TABLE, WRITES_TABLE, key_index
 
 # 2: BM25 statistics tables and their triggers. 3: per-term bounds (max tf, shortest
 # document per tf) beside df, kept by renamed trigger functions. Older collections are
@@ -49,6 +50,7 @@ async def ensure_schema(
     create: bool,
     hnsw_m: int,
     hnsw_ef_construction: int,
+    indexed_keys: tuple[str, ...] = (),
 ) -> SchemaInfo:
     """Create the extension, the registry and the collection's table if missing.
 
@@ -140,7 +142,7 @@ async def ensure_schema(
                     f"collection {collection!r} has schema version {version}, newer than this "
                     f"agentkit understands ({SCHEMA_VERSION}); upgrade agentkit-memory"
                 )
-            if dim is not None and (width, name) != (dim, embedder):
+            if dim is not None and (width != dim or not same_vectors(name, str(embedder))):
                 width, name = await _rebuild_if_empty(
                     conn, collection, (width, name), (dim, str(embedder))
                 )
@@ -183,6 +185,23 @@ async def ensure_schema(
                 "CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (metadata jsonb_path_ops)"
             ).format(i=sql.Identifier(f"{collection}_meta"), t=table)
         )
+        # Range filters on these keys are served by a btree; statistics on the type
+        # guard every compiled ordering carries let the planner see how many rows a
+        # filter keeps (without them it guesses 0.5%, and sorts where HNSW is cheaper).
+        expression_stats = conn.info.server_version >= 140000
+        for key in indexed_keys:
+            index, expression = key_index(collection, key)
+            await conn.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} ({e})").format(
+                    i=sql.Identifier(index), t=table, e=expression
+                )
+            )
+            if expression_stats:
+                stats = sql.Identifier(f"{index}_t")
+                await conn.execute(
+                    sql.SQL("CREATE STATISTICS IF NOT EXISTS {s} ON (jsonb_typeof({e})) FROM {t}")
+                    .format(s=stats, e=expression, t=table)
+                )
         if not existed or found is None or version < SCHEMA_VERSION:
             await _pg_bm25.install(conn, collection, fresh=not existed)
             if version < SCHEMA_VERSION:

@@ -5,25 +5,23 @@ Nothing here touches a connection, so all of it is checked before a query is sen
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from psycopg import sql
 
 from agentkit.kernel import validate
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
+from agentkit.kernel.where import And, Field, Not, Where
 from agentkit.vector.port import MAX_QUERY_TERMS, check_chunks
 
 SCHEMA_TABLE = "agentkit_schema"
 # When each (collection, scope) last lost records: row updated_at cannot say it.
 WRITES_TABLE = "agentkit_writes"
 # The store's own tables (the BM25 statistics are named in _pg_bm25).
-_RESERVED = frozenset(
-    {SCHEMA_TABLE, WRITES_TABLE, "agentkit_lex_scopes", "agentkit_lex_terms"}
-)
+_RESERVED = frozenset({SCHEMA_TABLE, WRITES_TABLE, "agentkit_lex_scopes", "agentkit_lex_terms"})
 _COLLECTION = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 # Words only: letters and digits (no "_", which the text parser splits on anyway).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -78,51 +76,100 @@ def prepare_chunks(chunks: object) -> list[tuple[str, str, str]]:
     return list(rows.values())
 
 
-def _pushable(value: Any) -> bool:
-    # Only scalars whose jsonb equality agrees with matches_where's Python equality.
-    if value is None or isinstance(value, (str, bool, int)):
-        return True
-    return isinstance(value, float) and math.isfinite(value)
+def key_index(collection: str, key: str) -> tuple[str, sql.Composable]:
+    """The name and the indexed expression of ``indexed_keys``' index on ``key``: a
+    btree on ``metadata -> key`` (jsonb order), which serves the orderings below."""
+    digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:8]  # names stay under 63
+    return f"{collection}_mk_{digest}", sql.SQL("(metadata -> {})").format(sql.Literal(key))
 
 
-def where_clause(
-    where: Mapping[str, Any] | None,
-) -> tuple[sql.Composable, dict[str, Any], bool]:
-    """``where`` as jsonb containment, plus whether it was pushed down entirely.
+def check_indexed_keys(keys: object) -> tuple[str, ...]:
+    """``indexed_keys``: metadata keys (non-empty str, no NUL) to keep a btree on."""
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple, set, frozenset)):
+        raise InvalidArgumentType(
+            f"indexed_keys must be a list of metadata keys, got {type(keys).__name__}"
+        )
+    out: list[str] = []
+    for key in keys:
+        if not isinstance(key, str) or not key or "\x00" in key:
+            raise InvalidArgument(f"indexed_keys holds {key!r}; each must be a non-empty str")
+        validate.check_unicode(key, "indexed_keys")
+        out.append(key)
+    return tuple(dict.fromkeys(out))
 
-    Containment can only narrow to candidates; every row is re-checked in Python with
-    matches_where, so a key we cannot express is simply left to that re-check (and the
-    caller over-fetches). Any-of values become an OR of containments. Placeholders are
-    named ``w0``, ``w1``, ... so the caller can name its own parameters too.
+
+def where_clause(where: Where | None) -> tuple[sql.Composable, dict[str, Any]]:
+    """``where`` compiled to jsonb SQL, as `` AND (...)``, with its parameters.
+
+    Equality is jsonb containment (``metadata @> '{"k": v}'``: JSON types kept, ``1``
+    equals ``1.0``, ``true`` is not ``1``), which the table's GIN index serves.
+    Orderings test ``jsonb_typeof`` first: numbers compare as jsonb numbers (exact
+    numeric), strings as text in the "C" collation (code point order, the reference
+    evaluator's, whatever the database's collation). Every test is true or false, never
+    NULL, so ``NOT`` is the exact complement. Placeholders are named ``w0``, ``w1``,
+    ... so the caller can name its own parameters too. The whole filter is in the SQL:
+    nothing is left to re-check.
     """
-    if not where:
-        return sql.SQL(""), {}, True
-    parts: list[sql.Composable] = []
+    if where is None:
+        return sql.SQL(""), {}
     params: dict[str, Any] = {}
-    complete = True
+    return sql.SQL(" AND ") + _node(where, params), params
 
-    def param(key: str, value: Any) -> sql.Composable:
-        name = f"w{len(params)}"
-        params[name] = json.dumps({key: value})
-        return sql.SQL("metadata @> {}::jsonb").format(sql.Placeholder(name))
 
-    for key, wanted in where.items():
-        if isinstance(wanted, (list, tuple, set, frozenset)):
-            options = list(wanted)
-            if not options:
-                return sql.SQL(" AND FALSE"), {}, True
-            if not all(_pushable(v) for v in options):
-                complete = False
-                continue
-            ors = sql.SQL(" OR ").join(param(key, v) for v in options)
-            parts.append(sql.SQL("({})").format(ors))
-        elif _pushable(wanted):
-            parts.append(param(key, wanted))
+def _param(params: dict[str, Any], value: Any) -> sql.Composable:
+    name = f"w{len(params)}"
+    params[name] = value
+    return sql.Placeholder(name)
+
+
+def _node(where: Where, params: dict[str, Any], negated: bool = False) -> sql.Composable:
+    """``negated``: under a NOT, where a test must be true or false, never NULL. Outside
+    one, NULL reads as false for AND/OR alike, so an ordering stays a bare comparison
+    the planner can serve from an index."""
+    if isinstance(where, Field):
+        return _field(where, params, negated)
+    if isinstance(where, Not):
+        return sql.SQL("NOT {}").format(_node(where.part, params, True))
+    joiner = sql.SQL(" AND " if isinstance(where, And) else " OR ")
+    return sql.SQL("({})").format(joiner.join(_node(p, params, negated) for p in where.parts))
+
+
+def _contains(params: dict[str, Any], key: str, value: Any) -> sql.Composable:
+    doc = json.dumps({key: value}, ensure_ascii=False, allow_nan=False)
+    return sql.SQL("(metadata @> {}::jsonb)").format(_param(params, doc))
+
+
+def _field(field: Field, params: dict[str, Any], negated: bool) -> sql.Composable:
+    op, key, value = field.op, field.key, field.value
+    test: sql.Composable
+    if op == "exists":
+        test = sql.SQL("(metadata ? {})").format(_param(params, key))
+        return test if value else sql.SQL("NOT {}").format(test)
+    if op in ("eq", "ne"):
+        test = _contains(params, key, value)
+        return test if op == "eq" else sql.SQL("NOT {}").format(test)
+    if op in ("in", "nin"):
+        if not value:
+            test = sql.SQL("(FALSE)")
         else:
-            complete = False
-    if not parts:
-        return sql.SQL(""), {}, complete
-    return sql.SQL(" AND ") + sql.SQL(" AND ").join(parts), params, complete
+            ors = sql.SQL(" OR ").join(_contains(params, key, v) for v in value)
+            test = sql.SQL("({})").format(ors)
+        return test if op == "in" else sql.SQL("NOT {}").format(test)
+    sign = sql.SQL({"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op])
+    # The key as a quoted literal, not a parameter: ``metadata -> 'year'`` is then the
+    # very expression of an index made with ``indexed_keys``, which the planner can use.
+    name = sql.Literal(key)
+    if isinstance(value, str):
+        test = sql.SQL(
+            '((metadata ->> {k}) COLLATE "C" {s} {v}'
+            " AND jsonb_typeof(metadata -> {k}) = 'string')"
+        ).format(k=name, s=sign, v=_param(params, value))
+    else:
+        test = sql.SQL(
+            "((metadata -> {k}) {s} {v}::jsonb AND jsonb_typeof(metadata -> {k}) = 'number')"
+        ).format(k=name, s=sign, v=_param(params, json.dumps(value)))
+    # A missing key makes both halves NULL: false, once coalesced, under a NOT.
+    return sql.SQL("coalesce({}, false)").format(test) if negated else test
 
 
 def query_words(query: str) -> str | None:

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from agentkit.kernel.errors import StoreError
+from agentkit.vector._embedder_id import MIX_HINT, embedder_name, same_vectors
 from agentkit.vector.port import Embedder
 
 SCHEMA_VERSION = "3"
@@ -132,18 +133,6 @@ INSERT INTO change_floor(org, domain, gen) SELECT org, domain, gen FROM generati
 READABLE_VERSIONS = frozenset({SCHEMA_VERSION, *_UPGRADES})
 
 
-def embedder_name(embedder: object) -> str:
-    """What a store records about who wrote its vectors.
-
-    ``model_name`` when the embedder has one; otherwise its class and ``dim``, which is
-    enough to tell a HashingEmbedder from a real model.
-    """
-    name = getattr(embedder, "model_name", None)
-    if isinstance(name, str) and name:
-        return name
-    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
-
-
 def check_meta(
     conn: sqlite3.Connection, path: Path, embedder: Embedder | None, *, record: bool = True
 ) -> None:
@@ -168,13 +157,13 @@ name, and the store id (the caller's write transaction holds all of it)."""
     if embedder is not None:
         dim, name = str(embedder.dim), embedder_name(embedder)
         had_dim, had_name = meta.get("dim"), meta.get("embedder")
-        if had_dim is not None and (had_dim, had_name) != (dim, name):
+        if had_dim is not None and (had_dim != dim or not same_vectors(str(had_name), name)):
             empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM chunks)").fetchone()[0]
             if not empty:
                 raise StoreError(
                     f"store {str(path)!r} holds vectors from embedder {had_name!r} "
                     f"(dim {had_dim}); refusing to mix in {name!r} (dim {dim}). "
-                    "Open it with the same embedder, or use a new store file."
+                    + MIX_HINT
                 )
         updates["dim"], updates["embedder"] = dim, name
     if not record:

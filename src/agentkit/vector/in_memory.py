@@ -27,21 +27,23 @@ from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.threads import CommitGate, run_gated
 from agentkit.kernel.validate import (
     check_exact,
+    check_filter,
     check_ids,
     check_k,
     check_query,
     check_scope,
-    check_where,
 )
+from agentkit.kernel.where import Where, parse_where
 from agentkit.vector._forgetting import (
     SCAN_LIMIT,
-    check_forget_where,
+    check_forget_filter,
     check_prefix,
     check_scan,
 )
 from agentkit.vector._scope_matrix import ScopeMatrix, top_k
+from agentkit.vector._where_columns import WhereColumns
 from agentkit.vector.hashing import HashingEmbedder
-from agentkit.vector.port import Chunk, Embedder, check_chunks, matches_where
+from agentkit.vector.port import Chunk, Embedder, check_chunks
 from agentkit.vector.stats import ScopeStats, StoreStats, document_key
 
 Matrix = npt.NDArray[np.float32]
@@ -67,7 +69,7 @@ class _Bucket:
     snap: ScopeMatrix[Chunk] = field(init=False)
     # Bumped by every mutation; the filter columns below are valid for one version.
     version: int = 0
-    columns: dict[str, _Column] = field(default_factory=dict)
+    columns: WhereColumns | None = None
     columns_version: int = -1
     # Unix time of the last change (write or delete); 0.0 before the first.
     written_at: float = 0.0
@@ -105,13 +107,16 @@ class _Bucket:
         with self.lock:
             return self._remove_locked(ids)
 
-    def remove_where(self, where: dict[str, Any]) -> int:
-        """Delete every row matching ``where``, chosen and removed under one lock."""
+    def remove_where(self, where: Where) -> int:
+        """Delete every row matching ``where``, chosen and removed under one lock.
+
+        Chosen by the same column mask a search uses: a filter that deletes is
+        exactly the filter that finds."""
         with self.lock:
             snap = self.snap
-            return self._remove_locked(
-                [c.id for c in snap.payloads[: snap.n] if matches_where(c.metadata, where)]
-            )
+            n = snap.n
+            mask = self._columns_locked(snap.payloads, n).mask(where)
+            return self._remove_locked([snap.payloads[i].id for i in np.flatnonzero(mask)])
 
     def clear(self) -> int:
         """Delete every row; searches in flight keep the snapshot they pinned."""
@@ -142,7 +147,7 @@ class _Bucket:
                 out.append(ordered[i])
             return out
 
-    def page(self, where: dict[str, Any] | None, after: str | None, limit: int) -> list[Chunk]:
+    def page(self, where: Where | None, after: str | None, limit: int) -> list[Chunk]:
         """Up to ``limit`` rows matching ``where`` with ids above ``after``, by id."""
         with self.lock:
             ordered = self._ordered_locked()
@@ -151,7 +156,7 @@ class _Bucket:
             chunks, pos = self.snap.payloads, self.snap.pos
             for cid in itertools.islice(ordered, start, None):
                 chunk = chunks[pos[cid]]
-                if where and not matches_where(chunk.metadata, where):
+                if where is not None and not where.matches(chunk.metadata):
                     continue
                 out.append(chunk)
                 if len(out) >= limit:
@@ -170,9 +175,7 @@ class _Bucket:
             snap.remove(cid)
         return len(present)
 
-    def search(
-        self, query: Matrix, k: int, where: dict[str, Any] | None
-    ) -> list[tuple[float, Chunk]]:
+    def search(self, query: Matrix, k: int, where: Where | None) -> list[tuple[float, Chunk]]:
         with self.lock:
             snap = self.snap
             snap.readers += 1
@@ -180,83 +183,33 @@ class _Bucket:
             matrix = snap.vectors
             version = self.version
         try:
-            mask = self._mask(snap.payloads, n, where, version) if where else None
+            mask = None
+            if where is not None:
+                mask = self._columns(snap.payloads, n, version).mask(where)
             chunks = snap.payloads
             return [(score, _copy(chunks[i])) for score, i in top_k(matrix, n, query, k, mask)]
         finally:
             with self.lock:
                 snap.readers -= 1
 
-    def _mask(
-        self, chunks: list[Chunk], n: int, where: dict[str, Any], version: int
-    ) -> npt.NDArray[np.bool_]:
-        mask = np.ones(n, dtype=bool)
-        for key, wanted in where.items():
-            mask &= self._column(key, chunks, n, version).match(key, wanted, chunks, n)
-        return mask
-
-    def _column(self, key: str, chunks: list[Chunk], n: int, version: int) -> _Column:
+    def _columns(self, chunks: list[Chunk], n: int, version: int) -> WhereColumns:
+        """The filter columns of this version's rows: built on the first filtered search
+        after a write, reused (and grown key by key) until the next one."""
         with self.lock:
-            if self.columns_version == version and key in self.columns:
-                return self.columns[key]
-        column = _Column.build(key, chunks, n)
+            if self.columns_version == version and self.columns is not None:
+                return self.columns
+        columns = WhereColumns(lambda i: chunks[i].metadata, n)
         with self.lock:
             if self.version == version:
-                if self.columns_version != version:
-                    self.columns, self.columns_version = {}, version
-                self.columns[key] = column
-        return column
+                self.columns, self.columns_version = columns, version
+        return columns
 
-
-def _value_key(value: Any) -> tuple[bool, Any]:
-    # True == 1 and hash alike; a filter on a bool must not match an int, so the
-    # bool-ness is part of the key, exactly as matches_where compares.
-    return (isinstance(value, bool), value)
-
-
-@dataclass(eq=False)
-class _Column:
-    """Rows by metadata value for one key: a filter becomes a few dict lookups.
-
-    Built lazily on the first filtered search after a write and reused until the
-    next write, so repeated filtered searches skip the per-row Python scan.
-    Unhashable values (lists, dicts) keep the exact per-row comparison.
-    """
-
-    rows: dict[tuple[bool, Any], npt.NDArray[np.intp]]
-    slow: list[int]
-
-    @classmethod
-    def build(cls, key: str, chunks: list[Chunk], n: int) -> _Column:
-        grouped: dict[tuple[bool, Any], list[int]] = {}
-        slow: list[int] = []
-        for i in range(n):
-            metadata = chunks[i].metadata
-            if key not in metadata:
-                continue
-            try:
-                grouped.setdefault(_value_key(metadata[key]), []).append(i)
-            except TypeError:
-                slow.append(i)
-        return cls({v: np.array(r, dtype=np.intp) for v, r in grouped.items()}, slow)
-
-    def match(self, key: str, wanted: Any, chunks: list[Chunk], n: int) -> npt.NDArray[np.bool_]:
-        mask = np.zeros(n, dtype=bool)
-        options = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else (wanted,)
-        try:
-            hits = [self.rows.get(_value_key(option)) for option in options]
-        except TypeError:  # an unhashable wanted value: compare every row exactly
-            return np.fromiter(
-                (matches_where(chunks[i].metadata, {key: wanted}) for i in range(n)),
-                dtype=bool,
-                count=n,
-            )
-        for rows in hits:
-            if rows is not None:
-                mask[rows] = True
-        for i in self.slow:
-            mask[i] = matches_where(chunks[i].metadata, {key: wanted})
-        return mask
+    def _columns_locked(self, chunks: list[Chunk], n: int) -> WhereColumns:
+        """``_columns`` with ``lock`` held (the rows cannot change meanwhile)."""
+        if self.columns_version != self.version or self.columns is None:
+            self.columns = WhereColumns(lambda i: chunks[i].metadata, n)
+            self.columns_version = self.version
+        return self.columns
 
 
 def _copy(chunk: Chunk) -> Chunk:
@@ -381,7 +334,7 @@ class InMemoryVectorStore:
         check_exact(exact)
         query = check_query(query)
         k = check_k(k)
-        filters = check_where(where)
+        filters = check_filter(where)
         check_scope(scope)
         bucket = self._buckets.get(scope)
         if bucket is None or bucket.size() == 0:
@@ -404,7 +357,7 @@ class InMemoryVectorStore:
         """``search`` for a caller that already holds the query's vector (same model)."""
         check_exact(exact)
         k = check_k(k)
-        filters = check_where(where)
+        filters = check_filter(where)
         check_scope(scope)
         query = _normalised([vector], 1, self.dim, "vector")[0]
         bucket = self._buckets.get(scope)
@@ -440,7 +393,7 @@ class InMemoryVectorStore:
 
         An empty ``where`` is refused: use ``delete_scope`` to empty a scope.
         """
-        filters = check_forget_where(where)
+        filters = check_forget_filter(where)
         check_scope(scope)
         bucket = self._buckets.get(scope)
         if bucket is None:
@@ -467,7 +420,8 @@ class InMemoryVectorStore:
 
         Pass the last id of one page as ``after`` to get the next; an empty page ends.
         """
-        filters, cursor, size = check_scan(where, after, limit)
+        checked, cursor, size = check_scan(where, after, limit)
+        filters = parse_where(checked)
         check_scope(scope)
         bucket = self._buckets.get(scope)
         if bucket is None:

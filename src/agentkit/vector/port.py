@@ -12,6 +12,7 @@ import numpy.typing as npt
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import lone_surrogate, unicode_problem
+from agentkit.kernel.where import And, Field, Not, Or, Where, parse_where
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,8 @@ class VectorPort(Protocol):
             query: The text to embed and compare.
             k: How many chunks at most.
             scope: The only bucket searched.
-            where: Metadata filter (``matches_where``'s rule); ``None`` filters nothing.
+            where: Metadata filter in the ``where`` language (``matches_where``'s rule);
+                ``None`` filters nothing.
         """
         ...
 
@@ -127,41 +129,31 @@ class Embedder(Protocol):
         ...
 
 
-def matches_where(metadata: Mapping[str, Any], where: Mapping[str, Any] | None) -> bool:
-    """The ``where`` rule every store shares: equality per key; a list/tuple/set is any-of.
+def matches_where(
+    metadata: Mapping[str, Any], where: Mapping[str, Any] | Where | None
+) -> bool:
+    """The ``where`` rule every store shares: the reference evaluation of the filter
+    language (``agentkit.kernel.where``) on one record's tags.
 
-    A missing key never matches, so a filter cannot be satisfied by absence.
-    ``True`` and ``1`` are told apart, though Python calls them equal.
+    A plain value is equality, a list/tuple/set any-of, an operator dict its operators;
+    a missing key matches only ``$exists: False``, ``$ne``, ``$nin`` and ``$not``.
+    ``True`` and ``1`` are told apart, though Python calls them equal. Pass a parsed
+    ``Where`` when testing many records, so the filter is parsed once.
 
     Args:
         metadata: A record's tags.
-        where: The filter; ``None`` or empty matches everything.
+        where: The filter, or its parsed form; ``None`` or empty matches everything.
 
     Returns:
-        Whether every key of ``where`` matches.
+        Whether the record passes.
+
+    Raises:
+        InvalidFilter: A malformed filter.
     """
     if not where:
         return True
-    for key, wanted in where.items():
-        if key not in metadata:
-            return False
-        value = metadata[key]
-        if isinstance(wanted, (list, tuple, set, frozenset)):
-            if not any(_equal(value, w) for w in wanted):
-                return False
-        elif not _equal(value, wanted):
-            return False
-    return True
-
-
-def _equal(a: Any, b: Any) -> bool:
-    # True == 1 in Python; a filter on a bool must not match an int and vice versa.
-    if isinstance(a, bool) != isinstance(b, bool):
-        return False
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
+    tree = where if isinstance(where, (Field, And, Or, Not)) else parse_where(where)
+    return tree is None or tree.matches(metadata)
 
 
 # A lexical query is scored on at most this many distinct words, its first ones. Ranking

@@ -2,7 +2,7 @@
 
 One table per collection, keyed by (org_id, domain_id, id) so every statement names its
 tenant bucket; an HNSW index answers cosine search, a generated ``tsvector`` with a GIN
-index answers word search, and ``jsonb`` metadata takes ``where`` as containment.
+index answers word search, and ``jsonb`` metadata takes ``where`` compiled to SQL.
 
 Connections come from a psycopg ``AsyncConnectionPool`` opened on first use, so building
 the store costs nothing and a wrong URL fails at the first call with a StoreError. A
@@ -30,11 +30,13 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.kernel.validate import check_exact, check_k, check_query, check_where
+from agentkit.kernel.validate import check_exact, check_filter, check_k, check_query
+from agentkit.kernel.where import Where, parse_where
 from agentkit.vector import _pg_bm25
+from agentkit.vector._embedder_id import MIX_HINT, embedder_name, same_vectors
 from agentkit.vector._forgetting import (
     SCAN_LIMIT,
-    check_forget_where,
+    check_forget_filter,
     check_prefix,
     check_scan,
 )
@@ -44,12 +46,13 @@ from agentkit.vector._pg_sql import (
     WRITES_TABLE,
     check_collection,
     check_ids,
+    check_indexed_keys,
     check_scope,
     prepare_chunks,
     query_words,
     where_clause,
 )
-from agentkit.vector.port import Chunk, Embedder, matches_where
+from agentkit.vector.port import Chunk, Embedder
 from agentkit.vector.stats import ScopeStats, StoreStats, scope_of
 
 _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -57,17 +60,6 @@ _Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 COPY_THRESHOLD = 256
 # Loads at least this large refresh the planner's statistics before committing.
 ANALYZE_THRESHOLD = 5000
-
-
-def embedder_name(embedder: object) -> str:
-    """What the registry records: the model when the embedder names one, else its class.
-
-    Spelled as the SQLite store spells it, so one embedder has one name everywhere.
-    """
-    model = getattr(embedder, "model_name", None)
-    if isinstance(model, str) and model:
-        return model
-    return f"{type(embedder).__module__}.{type(embedder).__qualname__}"
 
 
 # One document per distinct (corpus, path, doc_id) among rows naming a path or a doc_id;
@@ -158,6 +150,10 @@ class PostgresVectorStore:
         hnsw_m: HNSW graph degree, used when the index is first built.
         hnsw_ef_construction: HNSW build-time candidate list, used when the index is
             first built.
+        indexed_keys: Metadata keys to keep a btree index on (``metadata -> key``), so
+            a ``where`` ordering on them (``$gt``, ``$lt``, ...) is served by the index:
+            a selective range filter then costs what its rows cost, not a scan.
+            Equality and ``$in`` need none (the metadata GIN index serves them).
 
     Raises:
         InvalidArgumentType: An empty ``url``, an embedder without a positive int ``dim``,
@@ -178,6 +174,7 @@ class PostgresVectorStore:
         ef_search: int = 40,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 64,
+        indexed_keys: Sequence[str] = (),
     ) -> None:
         if not isinstance(url, str) or not url:
             raise InvalidArgumentType("url must be a non-empty libpq URL string")
@@ -206,6 +203,7 @@ class PostgresVectorStore:
         self._min_size = min_size
         self._max_size = max_size
         self._hnsw = (hnsw_m, hnsw_ef_construction)
+        self._indexed_keys = check_indexed_keys(indexed_keys)
         self._pool: AsyncConnectionPool[_Conn] | None = None
         self._schema: SchemaInfo | None = None
         self._open_lock = asyncio.Lock()
@@ -281,6 +279,7 @@ class PostgresVectorStore:
                     create=self._create,
                     hnsw_m=self._hnsw[0],
                     hnsw_ef_construction=self._hnsw[1],
+                    indexed_keys=self._indexed_keys,
                 )
             except psycopg.Error as exc:
                 raise StoreError(
@@ -329,10 +328,10 @@ class PostgresVectorStore:
                 f"({info.embedder}) or another collection"
             )
         name = embedder_name(self.embedder)
-        if info.embedder != name:
+        if not same_vectors(info.embedder, name):
             raise StoreError(
                 f"collection {self.collection!r} was built with embedder {info.embedder!r}, "
-                f"not {name!r}; vectors from different models cannot be compared"
+                f"not {name!r}; vectors from different models cannot be compared. " + MIX_HINT
             )
         return info, self.embedder
 
@@ -492,22 +491,21 @@ class PostgresVectorStore:
     async def delete_where(self, where: Mapping[str, Any], *, scope: Scope) -> int:
         """Remove the scope's rows matching ``where`` (search's rule); how many went.
 
-        The pushed-down containment only narrows the candidates, which are locked and
-        re-checked with matches_where before anything is deleted, so what goes is
-        exactly what a search with this ``where`` would have shown. An empty ``where``
-        is refused: use ``delete_scope``.
+        The rows are chosen by the same compiled SQL a search filters with, and locked
+        before they go, so what goes is exactly what a search with this ``where`` would
+        have shown. An empty ``where`` is refused: use ``delete_scope``.
         """
         org, dom = check_scope(scope)
-        flt = check_forget_where(where)
+        flt = check_forget_filter(where)
         pool = await self._ready()
-        clause, params, _ = where_clause(flt)
+        clause, params = where_clause(flt)
         stmt = sql.SQL(
-            "SELECT id, metadata FROM {t} WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
+            "SELECT id FROM {t} WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
             " FOR UPDATE"
         ).format(t=self._table, w=clause)
         async with self._connection(pool) as conn, conn.transaction():
             cur = await conn.execute(stmt, {"org": org, "dom": dom, **params})
-            ids = [i for i, meta in await cur.fetchall() if matches_where(meta, flt)]
+            ids = [i for (i,) in await cur.fetchall()]
             return await self._delete_ids(conn, org, dom, ids) if ids else 0
 
     async def delete_scope(self, *, scope: Scope) -> int:
@@ -562,32 +560,21 @@ class PostgresVectorStore:
         walks the index. Pass a page's last id as ``after`` for the next page.
         """
         org, dom = check_scope(scope)
-        flt, cursor, size = check_scan(where, after, limit)
+        checked, cursor, size = check_scan(where, after, limit)
+        flt = parse_where(checked)
         pool = await self._ready()
-        clause, params, complete = where_clause(flt)
-        out: list[Chunk] = []
-        fetch = size if complete else max(size, 256)
+        clause, params = where_clause(flt)
+        start = sql.SQL("") if cursor is None else sql.SQL(" AND id > %(after)s")
         async with self._connection(pool) as conn:
-            while len(out) < size:
-                start = sql.SQL("") if cursor is None else sql.SQL(" AND id > %(after)s")
-                cur = await conn.execute(
-                    sql.SQL(
-                        "SELECT id, text, metadata FROM {t}"
-                        " WHERE org_id = %(org)s AND domain_id = %(dom)s{a}{w}"
-                        " ORDER BY id LIMIT %(limit)s"
-                    ).format(t=self._table, a=start, w=clause),
-                    {"org": org, "dom": dom, "after": cursor, "limit": fetch, **params},
-                )
-                rows = await cur.fetchall()
-                for i, text, meta in rows:
-                    if matches_where(meta, flt):
-                        out.append(Chunk(i, text, meta))
-                        if len(out) >= size:
-                            break
-                if len(rows) < fetch:
-                    break
-                cursor = rows[-1][0]
-        return out
+            cur = await conn.execute(
+                sql.SQL(
+                    "SELECT id, text, metadata FROM {t}"
+                    " WHERE org_id = %(org)s AND domain_id = %(dom)s{a}{w}"
+                    " ORDER BY id LIMIT %(limit)s"
+                ).format(t=self._table, a=start, w=clause),
+                {"org": org, "dom": dom, "after": cursor, "limit": size, **params},
+            )
+            return [Chunk(i, text, meta) for i, text, meta in await cur.fetchall()]
 
     async def ids_with_prefix(
         self, prefix: str, *, scope: Scope, limit: int = SCAN_LIMIT
@@ -706,7 +693,7 @@ class PostgresVectorStore:
         """
         query = check_query(query)
         k = check_k(k)
-        flt = check_where(where)
+        flt = check_filter(where)
         exact = check_exact(exact)
         check_scope(scope)
         await self._ready()
@@ -725,7 +712,7 @@ class PostgresVectorStore:
     ) -> list[tuple[float, Chunk]]:
         """``search`` for a caller that already holds the query's vector (same model)."""
         k = check_k(k)
-        flt = check_where(where)
+        flt = check_filter(where)
         exact = check_exact(exact)
         check_scope(scope)
         await self._ready()
@@ -745,13 +732,13 @@ class PostgresVectorStore:
         vector: npt.NDArray[np.float32],
         k: int,
         scope: Scope,
-        flt: dict[str, Any] | None,
+        flt: Where | None,
         exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
         org, dom = check_scope(scope)
         pool = await self._ready()
         info, _ = self._check_vectors("search")
-        clause, params, complete = where_clause(flt)
+        clause, params = where_clause(flt)
         if not float(np.dot(vector, vector)) > 0.0:
             # A zero query (empty text under a hashing embedder) has no direction: cosine
             # is undefined, so every row scores 0.0, as in the in-memory store.
@@ -779,7 +766,7 @@ class PostgresVectorStore:
             cur = await conn.execute(stmt, {**base, "limit": limit})
             return await cur.fetchall()
 
-        return await self._collect(pool, fetch, k, flt, complete)
+        return await self._collect(pool, fetch, k)
 
     async def _set_ef_search(self, conn: _Conn, ef: int, info: SchemaInfo) -> None:
         """Session settings, sent only when a pooled connection needs a different value.
@@ -807,21 +794,21 @@ class PostgresVectorStore:
         Document count, average length and document frequencies are the bucket's alone
         (see ``_pg_bm25``), so no other tenant's writes change these scores. Every
         statement runs in one read-only REPEATABLE READ snapshot, so the statistics the
-        pruning relies on are the ones the rows are scored with. With a ``where`` that is
-        fully pushed down, a first round scores the rows holding the rarest words; its
-        k-th score bounds which rows could still make the top k, and the second round
-        asks GIN for those only (``_pg_bm25.candidate_clauses``). Otherwise every
-        matching row is scored.
+        pruning relies on are the ones the rows are scored with. The ``where`` is in the
+        SQL of every round (compiled to jsonb tests): a first round scores the matching
+        rows holding the rarest words; its k-th score bounds which rows could still make
+        the top k, and the second round asks GIN for those only
+        (``_pg_bm25.candidate_clauses``).
         """
         query = check_query(query)
         k = check_k(k)
-        flt = check_where(where)
+        flt = check_filter(where)
         org, dom = check_scope(scope)
         text = query_words(query)
         if text is None:
             return []
         pool = await self._ready()
-        clause, params, complete = where_clause(flt)
+        clause, params = where_clause(flt)
         async with self._connection(pool) as conn, self._snapshot(conn):
             cur = await conn.execute(
                 _pg_bm25.terms_statement(),
@@ -860,12 +847,9 @@ class PostgresVectorStore:
                 return fetch
 
             everything = list(terms.values())
-            if not complete:
-                every = [_pg_bm25.tsquery_of(lex)]
-                return await self._collect_on(conn, fetcher(every), k, flt, complete)
             first = _pg_bm25.first_round(everything, k)
             found = await self._collect_on(
-                conn, fetcher([_pg_bm25.tsquery_of([t.lexeme for t in first])]), k, flt, complete
+                conn, fetcher([_pg_bm25.tsquery_of([t.lexeme for t in first])]), k
             )
             if len(first) == len(everything):
                 return found  # the first round already scored every matching row
@@ -875,7 +859,7 @@ class PostgresVectorStore:
             if all(anchor.lexeme in seen for anchor, _ in clauses):
                 return found  # every candidate held a first-round word: all were scored
             find = _pg_bm25.clause_tsqueries(clauses)
-            return await self._collect_on(conn, fetcher(find), k, flt, complete)
+            return await self._collect_on(conn, fetcher(find), k)
 
     @contextlib.asynccontextmanager
     async def _snapshot(self, conn: _Conn) -> AsyncIterator[None]:
@@ -901,28 +885,22 @@ class PostgresVectorStore:
         pool: AsyncConnectionPool[_Conn],
         fetch: Any,
         k: int,
-        flt: dict[str, Any] | None,
-        complete: bool,
     ) -> list[tuple[float, Chunk]]:
-        """Run ``fetch`` and re-check ``where`` in Python, widening when rows were dropped.
-
-        A fully pushed-down filter needs one round; otherwise the limit grows until
-        ``k`` rows survive or the bucket is exhausted.
-        """
+        """Run ``fetch`` (its SQL holds the whole ``where``), widening the limit while
+        the index hands back fewer than ``k`` rows and the bucket is not exhausted."""
         async with self._connection(pool) as conn:
-            return await self._collect_on(conn, fetch, k, flt, complete)
+            return await self._collect_on(conn, fetch, k)
 
     async def _collect_on(
-        self, conn: _Conn, fetch: Any, k: int, flt: dict[str, Any] | None, complete: bool
+        self, conn: _Conn, fetch: Any, k: int
     ) -> list[tuple[float, Chunk]]:
         """``_collect`` on a connection the caller holds (lexical search's snapshot)."""
-        limit = min(_MAX_LIMIT, k if complete else max(4 * k, 64))
+        limit = min(_MAX_LIMIT, k)
         while True:
             rows = await fetch(conn, limit)
             out = [
                 (_finite(score), Chunk(id=i, text=text, metadata=meta))
                 for score, i, text, meta in rows
-                if matches_where(meta, flt)
             ]
             if len(out) >= k or len(rows) < limit or limit >= _MAX_LIMIT:
                 break

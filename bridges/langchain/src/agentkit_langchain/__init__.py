@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from agentkit_langchain.langgraph_store import AgentkitStore as AgentkitStore
     from agentkit_langchain.middleware import AgentkitMemoryMiddleware as AgentkitMemoryMiddleware
 
+# The one place the version lives: the build reads it (pyproject's dynamic version).
+__version__ = "0.1.0"
+
 _NEEDS_LANGGRAPH = {
     "LangGraphStoreMemory": "agentkit_langchain.langgraph_memory",
     "AgentkitStore": "agentkit_langchain.langgraph_store",

@@ -14,7 +14,7 @@ import copy
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -23,9 +23,22 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from agentkit.interop import StoreView, model_rows, run_sync
-from agentkit.kernel.ctx import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
+from agentkit.kernel.ctx import Ctx, Scope
+from agentkit.kernel.errors import (
+    InvalidArgument,
+    InvalidArgumentType,
+    InvalidFilter,
+    StoreError,
+    UnsupportedOperation,
+)
+from agentkit.kernel.validate import (
+    check_choice,
+    check_ids,
+    check_k,
+    check_metadata_where,
+    check_query,
+)
+from agentkit.state.memory import HybridMemory, HybridMode
 from agentkit.vector import HashingEmbedder
 from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
 from agentkit.vector.port import Chunk, Embedder, VectorPort
@@ -112,10 +125,19 @@ class AgentkitVectorStore(VectorStore):
     Every call reads and writes the records of ``scope`` only (default: the unscoped
     bucket); ``bind(scope)`` gives a view of another tenant over the same store. Ids
     are the documents' own (``Document.id`` or ``ids=``, else a fresh uuid), and adding
-    a known id replaces that record in place. ``filter`` is a dict of metadata
-    equalities (a list value means any of); a keyword this store does not understand
-    is refused rather than silently ignored. Scores are cosine similarities (higher is
-    better); relevance scores are the same, floored at 0.
+    a known id replaces that record in place. ``filter`` is agentkit's ``where``
+    language, which is Chroma's and PGVector's dict filter spelling (``$and``, ``$or``,
+    ``$gte``, ``$in``, ...), evaluated inside the store's search; a keyword this store
+    does not understand is refused rather than silently ignored. Scores are cosine
+    similarities (higher is better); relevance scores are the same, floored at 0.
+
+    ``search_mode="hybrid"`` makes ``similarity_search`` (and so ``as_retriever()``)
+    agentkit's hybrid search, ``HybridMemory``, as the CLI and the LangGraph store run
+    it: meaning and words fused by reciprocal rank fusion, scores the fused RRF scores
+    (relevance: the fraction of a first place in both halves). ``"lexical"`` ranks by
+    the store's word index alone (BM25 scores, which have no relevance scale). Both need
+    a store with ``lexical_search`` (SQLite, Postgres); MMR and searches by vector stay
+    dense.
 
     Sync methods run the async ones once on agentkit's one shared loop
     (``agentkit.interop.run_sync``); async code should call the ``a*`` twins. A
@@ -132,10 +154,14 @@ class AgentkitVectorStore(VectorStore):
             ``.agentkit/memory.db``.
         scope: The tenant every call serves; ``None`` is the unscoped bucket.
         dim: The embedding width, to skip probing the Embeddings for it.
+        search_mode: ``"dense"`` (cosine), ``"hybrid"`` or ``"lexical"``: what
+            ``similarity_search`` ranks by.
 
     Raises:
-        InvalidArgument: ``embedding``, ``path`` or ``dim`` given together with a store.
-        InvalidArgumentType: A ``store`` that is not an agentkit ``VectorPort``.
+        InvalidArgument: ``embedding``, ``path`` or ``dim`` given together with a store,
+            or an unknown ``search_mode``.
+        InvalidArgumentType: A ``store`` that is not an agentkit ``VectorPort``, or one
+            without ``lexical_search`` for a hybrid or lexical ``search_mode``.
     """
 
     def __init__(
@@ -146,7 +172,9 @@ class AgentkitVectorStore(VectorStore):
         path: str | Path | None = None,
         scope: Scope | None = None,
         dim: int | None = None,
+        search_mode: HybridMode = "dense",
     ) -> None:
+        check_choice("search_mode", search_mode, get_args(HybridMode))
         if isinstance(store, Embeddings) and embedding is None:
             # `InMemoryVectorStore(embeddings)` keeps working with only the class renamed.
             store, embedding = None, store
@@ -157,6 +185,9 @@ class AgentkitVectorStore(VectorStore):
             embedder=lambda: _embedder_for(embedding, dim),
             builder_args={"embedding": embedding, "path": path, "dim": dim},
             wrap_hint="wrap LangChain Embeddings in LangChainEmbedder when you build it",
+        )
+        self._hybrid = (
+            None if search_mode == "dense" else HybridMemory(self._view.store, mode=search_mode)
         )
 
     def __repr__(self) -> str:
@@ -332,8 +363,10 @@ class AgentkitVectorStore(VectorStore):
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         """The ``k`` nearest documents in this scope, best first.
 
-        ``filter`` is a dict of metadata equalities (a list value means any of); any other
-        keyword is refused instead of ignored, so a typo cannot widen a search.
+        ``filter`` is a metadata filter in Chroma/PGVector spelling (agentkit's ``where``
+        language: a value equals, a list is any of, ``$eq $ne $gt $gte $lt $lte $in $nin
+        $exists $and $or $not``); any other keyword is refused instead of ignored, so a
+        typo cannot widen a search.
         """
         return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
 
@@ -350,15 +383,21 @@ class AgentkitVectorStore(VectorStore):
     async def asimilarity_search_with_score(
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        """Best first, scored by cosine similarity."""
+        """Best first, scored by cosine similarity (by RRF or BM25 in the other modes)."""
         where = _filter(kwargs, "similarity_search")
         query = check_query(query)
         k = check_k(k)
-        embedder = getattr(self._view.store, "embedder", None)
-        if isinstance(embedder, LangChainEmbedder) and hasattr(
-            self._view.store, "search_by_vector"
-        ):
-            hits = await self._by_vector(await embedder.embed_query(query), k, where)
+        vector = await self._query_side(query)
+        if self._hybrid is not None:
+            found = await self._hybrid.search(
+                query, k=k, ctx=Ctx(self._view.scope), where=where, vector=vector
+            )
+            return [
+                (_document(c), item.score or 0.0)
+                for item, c in zip(found.items, found.chunks, strict=True)
+            ]
+        if vector is not None:
+            hits = await self._by_vector(vector, k, where)
         else:
             hits = await self._view.store.search(query, k=k, scope=self._view.scope, where=where)
         return [(_document(c), score) for score, c in hits]
@@ -383,7 +422,16 @@ class AgentkitVectorStore(VectorStore):
         return [_document(c) for _, c in hits]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        return _relevance
+        if self._hybrid is None:
+            return _relevance
+        if self._hybrid.mode == "lexical":
+            raise UnsupportedOperation(
+                "BM25 scores have no [0, 1] relevance scale; use search_mode='hybrid' or "
+                "'dense' for relevance scores and score thresholds"
+            )
+        # A first place in both halves is the best fused score there is.
+        best = 2.0 / (self._hybrid.constant + 1)
+        return lambda fused: min(1.0, max(0.0, fused / best))
 
     def max_marginal_relevance_search(
         self,
@@ -467,6 +515,17 @@ class AgentkitVectorStore(VectorStore):
             raise StoreError(f"{self._view.store!r}.embedder is not an agentkit Embedder")
         return embedder
 
+    async def _query_side(self, query: str) -> npt.NDArray[np.float32] | None:
+        """The query embedded by the LangChain model's ``embed_query``, when the store
+        embeds through one (asymmetric models embed queries differently); None when the
+        store's own ``search`` embeds the text as it should."""
+        embedder = getattr(self._view.store, "embedder", None)
+        if isinstance(embedder, LangChainEmbedder) and hasattr(
+            self._view.store, "search_by_vector"
+        ):
+            return await embedder.embed_query(query)
+        return None
+
     async def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
         return await query_vector(self._embedder(), query)
 
@@ -517,15 +576,52 @@ def _refuse_extra(kwargs: Mapping[str, Any], method: str) -> None:
 
 
 def _filter(kwargs: dict[str, Any], method: str) -> dict[str, Any] | None:
-    """``filter=`` as an agentkit ``where``; any other keyword is refused."""
+    """``filter=`` as an agentkit ``where``; any other keyword is refused.
+
+    LangChain's dict filters (Chroma's and PGVector's spelling: ``$and``, ``$or``,
+    ``{"k": {"$gte": v}}``, ...) are agentkit's ``where`` language already; PGVector's
+    ``$between: [lo, hi]`` becomes ``$gte``/``$lte``. An operator the language has not
+    (``$like``, ``$ilike``, ``$contains``) is refused naming it and this store, never
+    taken as a value to compare with.
+    """
     flt = kwargs.pop("filter", None)
     _refuse_extra(kwargs, method)
     if flt is not None and not isinstance(flt, Mapping):
         raise InvalidArgumentType(
-            "filter must be a dict of metadata values (a list value means any of), "
-            f"got {type(flt).__name__}"
+            "filter must be a dict of metadata values (a list value means any of) or "
+            f"operators, got {type(flt).__name__}"
         )
-    return check_where(flt) or None
+    try:
+        return check_metadata_where(_between(flt)) or None
+    except InvalidFilter as exc:
+        raise InvalidFilter(
+            f"AgentkitVectorStore.{method}: {exc}",
+            key=exc.key, operator=exc.operator, path=exc.path,
+        ) from exc
+
+
+def _between(flt: Any) -> Any:
+    """PGVector's ``{"k": {"$between": [lo, hi]}}`` as ``{"$gte": lo, "$lte": hi}``."""
+    if isinstance(flt, Mapping):
+        out: dict[Any, Any] = {}
+        for key, value in flt.items():
+            if isinstance(value, Mapping) and "$between" in value:
+                bounds = value["$between"]
+                if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+                    raise InvalidFilter(
+                        f"where[{key!r}]['$between'] takes [low, high], got {bounds!r}",
+                        key=str(key), operator="$between",
+                    )
+                rest = {op: v for op, v in value.items() if op != "$between"}
+                out[key] = {**rest, "$gte": bounds[0], "$lte": bounds[1]}
+            elif key in ("$and", "$or") and isinstance(value, (list, tuple)):
+                out[key] = [_between(part) for part in value]
+            elif key == "$not":
+                out[key] = _between(value)
+            else:
+                out[key] = value
+        return out
+    return flt
 
 
 def _document_list(documents: object) -> list[Document]:

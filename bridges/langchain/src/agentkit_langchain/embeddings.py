@@ -22,7 +22,7 @@ class AgentkitEmbeddings(Embeddings):
 
     Args:
         embedder: An agentkit ``Embedder`` (``HashingEmbedder``,
-            ``SentenceTransformerEmbedder``, ...).
+            ``OnnxEmbedder``, ``SentenceTransformerEmbedder``, ...).
 
     Raises:
         InvalidArgumentType: ``embedder`` is not an agentkit ``Embedder`` (no ``dim`` or

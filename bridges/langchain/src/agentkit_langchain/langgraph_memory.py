@@ -24,11 +24,11 @@ from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.dedupe import without_dedupe_stamps
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
+from agentkit.kernel.where import parse_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.state.memory._item import check_items
 from agentkit.state.memory._stamps import held_by
-from agentkit.vector.port import matches_where
 
 __all__ = ["DEFAULT_FIELD", "NAMESPACE_KEY", "SCOPE_ROOT", "LangGraphStoreMemory"]
 
@@ -144,6 +144,8 @@ class LangGraphStoreMemory:
         query = check_query(query)
         k = check_k(k)
         where = check_where(where) or None
+        namespaces, rest = _split_namespaces(where)
+        tree = parse_where(rest)  # the rest is agentkit's where language
         ctx = check_ctx(ctx)
         prefix = _tenant_prefix(ctx.scope)
         searched = prefix + self.namespace
@@ -156,9 +158,9 @@ class LangGraphStoreMemory:
             ns = tuple(hit.namespace)
             if ns[: len(searched)] != searched:
                 return False  # never another tenant's, whatever the store matched
-            if where is None:
-                return True
-            return matches_where({**hit.value, NAMESPACE_KEY: ns[len(prefix) :]}, where)
+            if namespaces is not None and ns[len(prefix) :] not in namespaces:
+                return False
+            return tree is None or tree.matches(hit.value)
 
         hits = await widen(fetch, keep, k, first=k)
         return [self._item(hit, len(prefix)) for hit in hits[:k]]
@@ -335,6 +337,26 @@ def _label(part: str | None) -> str:
         ch if _SAFE.match(ch) else "".join(f"~{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
         for ch in part
     )
+
+
+def _split_namespaces(
+    where: dict[str, Any] | None,
+) -> tuple[set[tuple[str, ...]] | None, dict[str, Any] | None]:
+    """``where``'s ``NAMESPACE_KEY`` entry (a namespace, or a list of them: any of) apart
+    from the metadata filter, which is agentkit's where language."""
+    if not where or NAMESPACE_KEY not in where:
+        return None, where
+    rest = {k: v for k, v in where.items() if k != NAMESPACE_KEY}
+    wanted = where[NAMESPACE_KEY]
+    if isinstance(wanted, (list, tuple)) and all(isinstance(p, str) for p in wanted):
+        wanted = [wanted]  # one namespace
+    if not isinstance(wanted, (list, tuple, set, frozenset)) or not all(
+        isinstance(ns, (list, tuple)) and all(isinstance(p, str) for p in ns) for ns in wanted
+    ):
+        raise InvalidArgumentType(
+            f"where[{NAMESPACE_KEY!r}] must be a namespace (a tuple of str) or a list of them"
+        )
+    return {tuple(ns) for ns in wanted}, rest or None
 
 
 def _pushdown(where: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import json
 import math
 import time
@@ -47,19 +46,11 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-# The CLI's hybrid constant: one fusion, one tuning.
 from agentkit.interop import run_sync
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.validate import check_scope
-from agentkit.state.memory import (
-    HYBRID_RRF_CONSTANT,
-    HYBRID_TIES,
-    CompositeMemory,
-    MemoryItem,
-    MemorySource,
-    rrf_rerank,
-)
+from agentkit.state.memory import HYBRID_DEPTH, HYBRID_RRF_CONSTANT, HybridMemory
 from agentkit.vector import Chunk, Embedder, HashingEmbedder, InMemoryVectorStore
 from agentkit_langchain._ttl_sweeper import TaskSweeper, ThreadSweeper
 from agentkit_langchain.agentkit_vectorstore import LangChainEmbedder
@@ -76,9 +67,13 @@ _UPDATED = "lg_updated"
 _EXPIRES = "lg_expires"
 _TTL = "lg_ttl"
 _INDEXED = "lg_indexed"
+# Each top-level scalar of the value is also kept as ``lg_f:<key>``, and ``lg_fields``
+# marks the records written so, so a LangGraph filter can run inside the store's search
+# (records from before have no mark and are judged on their value alone).
+_FIELDS = "lg_fields"
+_FIELD = "lg_f:"
+_EXACT_INT = 2**53  # LangGraph compares numbers as floats: larger ints are not pushed
 _PAGE = 1000
-# How deep each half is read for the fused head: the CLI's hybrid depth.
-_HEAD = 50
 _RANGE_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 # LangGraph's stores sweep every 5 minutes unless told otherwise.
 _SWEEP_MINUTES = 5.0
@@ -182,7 +177,10 @@ class AgentkitStore(BaseStore):
         self.ttl_config = _check_ttl_config(ttl)
         self._fields: list[str] = list(config.get("fields") or ["$"])
         self._scope = check_scope(Scope() if scope is None else scope)
-        self._lexical = callable(getattr(store, "lexical_search", None))
+        # agentkit's one hybrid search where the store has a word index.
+        self._hybrid = (
+            HybridMemory(store) if callable(getattr(store, "lexical_search", None)) else None
+        )
         self._thread_sweeper: ThreadSweeper | None = None
         self._task_sweeper: TaskSweeper | None = None
 
@@ -421,23 +419,25 @@ class AgentkitStore(BaseStore):
         limit, offset = _check_page(op.limit, op.offset)
         flt = _check_filter(op.filter)
         prefix = tuple(op.namespace_prefix)
+        pushed = _pushed(flt)
 
         def keep(chunk: Chunk) -> bool:
             return _live(chunk.metadata, now) and _matches_value(chunk, flt)
 
         if op.query:
-            found = await self._ranked(op.query, prefix, keep, offset + limit)
+            found = await self._ranked(op.query, prefix, keep, offset + limit, pushed)
             window = found[offset : offset + limit]
             if len(found) < offset + limit:
                 # Ranked items first, then the unindexed ones (no score), in key order:
                 # LangGraph's stores fill a short ranked page the same way.
-                rest = await self._scan(_prefix_where(prefix, indexed=False), now)
+                rest = await self._scan({**_prefix_where(prefix, indexed=False), **pushed}, now)
                 rest = sorted((c for c in rest if keep(c)), key=_order)
                 skip = max(0, offset - len(found))
                 window += [(None, c) for c in rest[skip : skip + limit - len(window)]]
         else:
             chunks = sorted(
-                (c for c in await self._scan(_prefix_where(prefix), now) if keep(c)), key=_order
+                (c for c in await self._scan({**_prefix_where(prefix), **pushed}, now) if keep(c)),
+                key=_order,
             )
             window = [(None, c) for c in chunks[offset : offset + limit]]
         if op.refresh_ttl:
@@ -445,21 +445,27 @@ class AgentkitStore(BaseStore):
         return [_search_item(c, score) for score, c in window]
 
     async def _ranked(
-        self, query: str, prefix: tuple[str, ...], visible: Callable[[Chunk], bool], n: int
+        self,
+        query: str,
+        prefix: tuple[str, ...],
+        visible: Callable[[Chunk], bool],
+        n: int,
+        pushed: dict[str, Any] | None = None,
     ) -> list[tuple[float | None, Chunk]]:
         """The first ``n`` of ONE ranking of every indexed item under ``prefix``.
 
         Without a lexical index the ranking is by cosine and the score is the cosine,
-        as LangGraph's stores report it. With one, the head is the CLI's hybrid: each
-        half read ``_HEAD`` deep (a fixed depth, so the head never depends on the
-        page asked for) and fused with the project's ``rrf_rerank`` at the CLI's
-        constant; every other indexed item follows in dense order, scored as RRF
-        scores a lone dense rank past the head (always below any head score). So
-        ``offset``/``limit`` slice the same list whatever they are.
+        as LangGraph's stores report it. With one, the head is agentkit's hybrid search
+        (``HybridMemory``, as the CLI runs it): its first ``HYBRID_DEPTH`` items, each
+        item once by its (namespace, key) whatever its text, asked for at that fixed
+        size so the head never depends on the page asked for. Every other indexed item
+        follows in dense order, scored as RRF scores a lone dense rank past the head
+        (never above a head score). So ``offset``/``limit`` slice the same list
+        whatever they are.
         """
         # Only the segments go to the store (one pass there); the rest is checked on
         # the hits, which is cheaper than a longer ``where`` over every row.
-        where = {_seg(i): label for i, label in enumerate(prefix)} or None
+        where = {**{_seg(i): label for i, label in enumerate(prefix)}, **(pushed or {})} or None
         ctx = Ctx(scope=self._scope)
         if n == 0:
             return []
@@ -468,39 +474,30 @@ class AgentkitStore(BaseStore):
             meta = chunk.metadata
             return meta.get(_MARK) is True and meta.get(_INDEXED) is True and visible(chunk)
 
-        keep = rankable
-        if not self._lexical:
-            hits, dense = await self._dense(query, n, keep, ctx, where)
-            return [(_finite(h.score), dense.chunks[h.id]) for h in hits if h.id is not None]
-        halves = [
-            _Half(self.store.search, "dense", keep, depth=_HEAD),
-            _Half(self.store.lexical_search, "lexical", keep, depth=_HEAD),
-        ]
-        members: list[MemorySource] = list(halves)
-        fusion = CompositeMemory(
-            members,
-            reranker=functools.partial(
-                rrf_rerank, constant=HYBRID_RRF_CONSTANT, ties=HYBRID_TIES
-            ),
-            name="langgraph-hybrid",
+        if self._hybrid is None:
+            hits = await self._dense(query, n, rankable, ctx, where)
+            return [(_finite(score), chunk) for score, chunk in hits]
+        found = await self._hybrid.search(
+            query, k=HYBRID_DEPTH, ctx=ctx, where=where, keep=rankable
         )
-        fused = await fusion.query(query, k=2 * _HEAD, ctx=ctx, where=where)
-        chunks = {**halves[1].chunks, **halves[0].chunks}
         out: list[tuple[float | None, Chunk]] = [
-            (_finite(item.score), chunks[item.id]) for item in fused if item.id is not None
+            (_finite(item.score), chunk)
+            for item, chunk in zip(found.items, found.chunks, strict=True)
         ]
-        if len(out) >= n or halves[0].complete:
+        if len(out) >= n or len(out) < HYBRID_DEPTH:
+            # A short head already holds every rankable item: the dense half reads them all.
             return out[:n]
         head = {c.id for _, c in out}
         floor = min((s for s, _ in out if s is not None), default=math.inf)
-        hits, dense = await self._dense(query, n + len(head), keep, ctx, where)
-        for rank, hit in enumerate(hits, start=1):
-            if hit.id is None or hit.id in head:
+        for rank, (_, chunk) in enumerate(
+            await self._dense(query, n + len(head), rankable, ctx, where), start=1
+        ):
+            if chunk.id in head:
                 continue
             # Past the head a dense rank is the only one counted; ties at the head's
             # edge must not lift a tail item above the head.
             floor = min(floor, 1.0 / (HYBRID_RRF_CONSTANT + rank))
-            out.append((floor, dense.chunks[hit.id]))
+            out.append((floor, chunk))
             if len(out) >= n:
                 break
         return out
@@ -512,14 +509,25 @@ class AgentkitStore(BaseStore):
         keep: Callable[[Chunk], bool],
         ctx: Ctx,
         where: dict[str, Any] | None,
-    ) -> tuple[list[MemoryItem], _Half]:
-        """The dense half's first ``n`` (fewer only when the half is exhausted)."""
+    ) -> list[tuple[float, Chunk]]:
+        """The first ``n`` visible items by cosine (fewer only when there are no more).
+
+        Read deeper while ``keep`` drops hits and the store has more. Items tied with
+        the store's last hit may be cut differently at another depth, so a read that
+        did not reach the end leaves them out until a deeper read settles them; ties
+        are listed in id order, so a page's order never depends on the read's depth.
+        """
         depth = n
         while True:
-            dense = _Half(self.store.search, "dense", keep)
-            hits = await dense.query(query, k=depth, ctx=ctx, where=where)
-            if dense.complete or len(hits) >= n:
-                return hits[:n], dense
+            hits = await self.store.search(query, k=depth, scope=ctx.scope, where=where)
+            kept = [(s, c) for s, c in hits if keep(c)]
+            exhausted = len(hits) < depth
+            if not exhausted and hits:
+                edge = hits[-1][0]
+                kept = [(s, c) for s, c in kept if s != edge]
+            if exhausted or len(kept) >= n:
+                kept.sort(key=lambda hit: (-hit[0], hit[1].id))
+                return kept[:n]
             depth *= 4
 
     async def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
@@ -614,6 +622,10 @@ class AgentkitStore(BaseStore):
         }
         for i, label in enumerate(op.namespace):
             meta[_seg(i)] = label
+        fields = {f"{_FIELD}{k}": v for k, v in value.items() if _scalar(v)}
+        if not any(_big(v) or "\x00" in str(v) or "\x00" in k for k, v in fields.items()):
+            meta.update(fields)  # else unmarked: such a record is judged on its value
+            meta[_FIELDS] = True
         if op.ttl is not None:
             ttl = _check_minutes("ttl", op.ttl)
             meta[_TTL] = ttl
@@ -635,54 +647,6 @@ class AgentkitStore(BaseStore):
         for path in fields:
             texts.extend(get_text_at_path(value, path if path == "$" else tokenize_path(path)))
         return "\n".join(t for t in texts if t)
-
-
-class _Half:
-    """One ranked list (dense or lexical) read for the fusion, post-filtered.
-
-    The LangGraph filter and the expiry are checked here on the full chunk, and the
-    store is read deeper when they leave fewer than asked, so ranks count only items a
-    caller could see. ``complete`` means this half has nothing beyond what it returned.
-    """
-
-    def __init__(
-        self, search: Any, name: str, keep: Callable[[Chunk], bool], *, depth: int | None = None
-    ) -> None:
-        self._search = search
-        self._depth = depth
-        self.name = name
-        self._keep = keep
-        self.complete = False
-        self.ranks: dict[str, int] = {}
-        self.chunks: dict[str, Chunk] = {}
-        self.accepts_writes = False
-
-    async def query(
-        self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
-        k = self._depth or k  # a fixed depth, whatever the fusion asks for
-        want = k
-        while True:
-            hits = await self._search(query, k=want, scope=ctx.scope, where=where)
-            kept = [(s, c) for s, c in hits if self._keep(c)]
-            if len(kept) >= k or len(hits) < want:
-                break
-            want *= 4
-        exhausted = len(hits) < want
-        if not exhausted and hits:
-            # Items tied with the store's last one may be cut differently at another
-            # depth: their ranks are unknown until a deeper read settles them.
-            edge = hits[-1][0]
-            kept = [(s, c) for s, c in kept if s != edge]
-        kept.sort(key=lambda hit: (-hit[0], hit[1].id))  # ties in one fixed order
-        self.complete = exhausted and len(kept) <= k
-        kept = kept[:k]
-        self.ranks = {c.id: i + 1 for i, (_, c) in enumerate(kept)}
-        self.chunks = {c.id: c for _, c in kept}
-        return [MemoryItem(c.text, self.name, _finite(s), {}, id=c.id) for s, c in kept]
-
-    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
-        raise InvalidArgument("a ranking half is read-only")
 
 
 def _finite(score: float | None) -> float:
@@ -743,6 +707,48 @@ def _check_operators(flt: Mapping[str, Any]) -> None:
                 )
             if not ops:
                 _check_operators(wanted)
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, (str, int, bool))
+
+
+def _big(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT_INT
+
+
+def _pushed(flt: dict[str, Any] | None) -> dict[str, Any]:
+    """The part of a LangGraph filter agentkit's where states as LangGraph means it, on
+    the ``lg_f:`` fields, for the store to apply inside its search; {} when none is.
+
+    Scalars and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte`` on scalars go (a bool
+    is not a number in either; ``$ne`` there also passes a value without the key, which
+    LangGraph does not, so it only widens). Nested dicts, lists and orderings on a bool
+    or null stay with the check on the value. Records without the fields mark pass the
+    pushed filter and are judged on their value, so it never drops a match.
+    """
+    if not flt:
+        return {}
+    parts: list[dict[str, Any]] = []
+    for key, wanted in flt.items():
+        field = f"{_FIELD}{key}"
+        if isinstance(wanted, Mapping):
+            ops = dict(wanted)
+            if not ops or not all(op in _RANGE_OPS | {"$eq", "$ne"} for op in ops):
+                continue
+            if any(not _scalar(arg) or _big(arg) for arg in ops.values()) or any(
+                arg is None or isinstance(arg, bool)
+                for op, arg in ops.items() if op in _RANGE_OPS
+            ):
+                continue
+            parts.append({field: ops})
+        elif _scalar(wanted) and not _big(wanted):
+            parts.append({field: wanted})
+    if not parts:
+        return {}
+    return {"$or": [{_FIELDS: {"$exists": False}}, {"$and": parts}]}
 
 
 def _matches_value(chunk: Chunk, flt: dict[str, Any] | None) -> bool:

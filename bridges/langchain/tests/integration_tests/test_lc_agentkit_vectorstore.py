@@ -9,6 +9,7 @@ persistence and refusals.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +20,10 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.vectorstores import VectorStore
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 
-from agentkit.kernel import Scope
-from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
+from agentkit.interop import run_sync
+from agentkit.kernel import Ctx, Scope
+from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, InvalidFilter, StoreError
+from agentkit.state.memory import HybridMemory
 from agentkit.vector import HashingEmbedder, InMemoryVectorStore, SQLiteVectorStore
 
 ACME = Scope("acme", "support")
@@ -58,6 +61,18 @@ class TestScopedSQLiteStandard(VectorStoreIntegrationTests):
         ], "the other tenant's records were touched"
         store.close()
         other.close()
+
+
+class TestSQLiteHybridStandard(VectorStoreIntegrationTests):
+    """The suite again with similarity_search as agentkit's hybrid search."""
+
+    @pytest.fixture
+    def vectorstore(self, tmp_path: Path) -> Iterator[VectorStore]:  # type: ignore[override]
+        store = AgentkitVectorStore(
+            embedding=self.get_embeddings(), path=tmp_path / "h.db", search_mode="hybrid"
+        )
+        yield store
+        store.close()
 
 
 # -- beyond the standard suite -----------------------------------------------------------
@@ -190,6 +205,35 @@ def test_filter_dict_and_retriever(tmp_path: Path) -> None:
     assert {d.id for d in anyof} == {"1", "3"}
     retriever = store.as_retriever(search_kwargs={"k": 1, "filter": {"team": "logistics"}})
     assert [d.id for d in retriever.invoke("refund")] == ["3"]
+    store.close()
+
+
+def test_hybrid_search_mode_is_agentkits_one_hybrid_search(tmp_path: Path) -> None:
+    twin = "reset a password from the login page"
+    texts = [f"note {i} on refunds and shipping, case {i % 3}" for i in range(12)]
+    store = _hashing(tmp_path / "h.db", scope=ACME, search_mode="hybrid")
+    store.add_texts([*texts, twin, twin], ids=[*(f"n{i}" for i in range(12)), "a", "b"])
+    for k in (1, 3, 14):
+        assert len({d.id for d in store.similarity_search("refunds case 2", k=k)}) == k
+    # Two records with one text are two results, as the CLI and AgentkitStore find them.
+    assert {d.id for d in store.similarity_search(twin, k=2)} == {"a", "b"}
+    got = store.similarity_search_with_score("refunds shipping case 1", k=5)
+    want = run_sync(
+        lambda: HybridMemory(store.store).query("refunds shipping case 1", k=5, ctx=Ctx(ACME))
+    )
+    assert [(d.id, s) for d, s in got] == [(i.id, i.score) for i in want]
+    retriever = store.as_retriever(search_kwargs={"k": 2})
+    assert [d.id for d in retriever.invoke("refunds shipping case 1")] == [i.id for i in want[:2]]
+    relevance = store.similarity_search_with_relevance_scores("refunds shipping case 1", k=5)
+    assert all(0.0 <= r <= 1.0 for _, r in relevance) and relevance[0][1] > relevance[-1][1]
+    lexical = AgentkitVectorStore(store.store, scope=ACME, search_mode="lexical")
+    assert {d.id for d in lexical.similarity_search(twin, k=2)} == {"a", "b"}
+    with pytest.raises(NotImplementedError, match="BM25"):
+        lexical.similarity_search_with_relevance_scores(twin, k=2)
+    with pytest.raises(InvalidArgument, match="search_mode"):
+        AgentkitVectorStore(store.store, search_mode="sparse")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentType, match="lexical_search"):
+        AgentkitVectorStore(InMemoryVectorStore(HashingEmbedder()), search_mode="hybrid")
     store.close()
 
 
@@ -362,3 +406,68 @@ async def test_afrom_texts_unwraps_agentkit_embeddings_too(tmp_path: Path) -> No
     await store.aclose()
     async with SQLiteVectorStore(path, embedder=HashingEmbedder()) as raw:
         assert [c.id for _, c in await raw.search("shared", k=1, scope=Scope())] == ["s"]
+
+
+# The filters a LangChain user already writes for Chroma: the same dicts, the same answers.
+CHROMA_FILTERS = [
+    {"year": {"$gte": 2020}},
+    {"$and": [{"team": "billing"}, {"year": {"$gte": 2019}}]},
+    {"$or": [{"team": "billing"}, {"team": "logistics"}]},
+    {"team": {"$in": ["support", "logistics"]}},
+    {"team": {"$nin": ["support"]}},
+    {"team": {"$ne": "billing"}},
+    {"$and": [{"year": {"$lt": 2020}}, {"year": {"$gt": 2017}}]},
+    {"$and": [{"year": {"$lte": 2021}}, {"$or": [{"team": "support"}, {"pinned": True}]}]},
+]
+RECORDS = [
+    ("refund policy 2018", {"team": "billing", "year": 2018}),
+    ("refund policy 2021", {"team": "billing", "year": 2021, "pinned": True}),
+    ("refund exceptions", {"team": "support", "year": 2020}),
+    ("shipping policy", {"team": "logistics", "year": 2022}),
+    ("policy draft", {"year": 2019}),  # no team: $ne and $nin still see it
+    ("policy memo", {"team": "support", "pinned": False}),  # no year
+]
+
+
+@pytest.mark.parametrize("flt", CHROMA_FILTERS)
+def test_chroma_spelled_filters_answer_as_chroma_does(
+    tmp_path: Path, flt: dict[str, object]
+) -> None:
+    import chromadb
+    from langchain_chroma import Chroma
+
+    texts = [t for t, _ in RECORDS]
+    metas = [m for _, m in RECORDS]
+    ids = [str(i) for i in range(len(RECORDS))]
+    ours = _hashing(tmp_path / "f.db")
+    ours.add_texts(texts, metas, ids=ids)
+    chroma = Chroma(
+        collection_name=f"c{uuid.uuid4().hex[:8]}",
+        embedding_function=DeterministicFakeEmbedding(size=16),
+        client=chromadb.EphemeralClient(),
+        collection_metadata={"hnsw:space": "cosine"},
+    )
+    chroma.add_texts(texts, metas, ids=ids)
+    try:
+        expected = {d.id for d in chroma.similarity_search("policy", k=10, filter=flt)}
+        got = {d.id for d in ours.similarity_search("policy", k=10, filter=flt)}
+        assert got == expected, flt
+        assert expected  # every filter here has an answer
+        retriever = ours.as_retriever(search_kwargs={"k": 10, "filter": flt})
+        assert {d.id for d in retriever.invoke("policy")} == expected
+    finally:
+        chroma.delete_collection()
+        ours.close()
+
+
+def test_pgvector_between_and_unknown_operators(tmp_path: Path) -> None:
+    store = _hashing(tmp_path / "b.db")
+    store.add_texts([t for t, _ in RECORDS], [m for _, m in RECORDS],
+                    ids=[str(i) for i in range(len(RECORDS))])
+    hits = store.similarity_search("policy", k=10, filter={"year": {"$between": [2019, 2021]}})
+    assert {d.id for d in hits} == {"1", "2", "4"}
+    for op in ("$like", "$ilike", "$contains"):
+        with pytest.raises(InvalidFilter, match=r"AgentkitVectorStore\.similarity_search") as info:
+            store.similarity_search("policy", k=3, filter={"team": {op: "bill%"}})
+        assert op in str(info.value) and "'team'" in str(info.value)
+    store.close()

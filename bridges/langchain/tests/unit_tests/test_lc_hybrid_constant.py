@@ -1,8 +1,9 @@
 """AgentkitStore fuses its hybrid search with agentkit's public hybrid RRF constant.
 
-The constant lives beside ``rrf_rerank`` in ``agentkit.state.memory``; the LangGraph
-store must not reach into the CLI's private modules for it (importing the bridge pulls
-in no CLI code), and the CLI's hybrid and the store's rank with the same value.
+The one hybrid search (``HybridMemory``) and its constant live in
+``agentkit.state.memory``; the LangGraph store must not reach into the CLI's private
+modules (importing the bridge pulls in no CLI code), and the CLI and the store rank
+with the same search.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ def test_importing_the_langgraph_store_loads_no_cli_code() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_cli_hybrid_uses_the_same_public_constant() -> None:
-    from agentkit.cli import _hybrid
+def test_the_one_hybrid_search_fuses_with_the_public_constant(tmp_path: Path) -> None:
+    from agentkit.state.memory import HybridMemory
 
-    assert _hybrid.RRF_CONSTANT == HYBRID_RRF_CONSTANT
+    store = SQLiteVectorStore(tmp_path / "c.db", embedder=HashingEmbedder(dim=8))
+    assert HybridMemory(store).constant == HYBRID_RRF_CONSTANT
 
 
 async def test_a_hit_first_in_both_halves_scores_two_reciprocal_ranks(tmp_path: Path) -> None:

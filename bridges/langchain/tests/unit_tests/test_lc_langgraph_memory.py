@@ -124,6 +124,24 @@ async def test_where_is_the_filter_and_is_rechecked(store: BaseStore) -> None:
     assert [i.id for i in deep] == ["cat-2"]
 
 
+async def test_where_operators_are_agentkits_language(store: BaseStore) -> None:
+    mem = LangGraphStoreMemory(store, ("memories",))
+    ranged = await mem.query("cat", k=5, ctx=Ctx(), where={"n": {"$gte": 2, "$lt": 4}})
+    assert sorted(i.id for i in ranged) == ["cat-2", "dog-1"]
+    either = await mem.query(
+        "cat", k=5, ctx=Ctx(), where={"$or": [{"topic": "fish"}, {"n": {"$lte": 1}}]}
+    )
+    assert sorted(i.id for i in either) == ["cat-1", "fish"]
+    scoped = await mem.query(
+        "cat", k=5, ctx=Ctx(), where={NAMESPACE_KEY: ("memories",), "topic": {"$ne": "fish"}}
+    )
+    assert sorted(i.id for i in scoped) == ["cat-1", "dog-1"]
+    from agentkit.kernel.errors import InvalidFilter
+
+    with pytest.raises(InvalidFilter, match=r"\$regex"):
+        await mem.query("cat", k=5, ctx=Ctx(), where={"topic": {"$regex": "c"}})
+
+
 async def test_a_lower_ranked_match_comes_back_under_a_local_filter(store: BaseStore) -> None:
     # Twenty records outrank the two that match an any-of filter the store cannot take.
     for i in range(20):

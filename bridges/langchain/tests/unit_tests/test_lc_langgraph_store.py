@@ -37,6 +37,7 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
+from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from agentkit.kernel import Scope
@@ -301,6 +302,38 @@ async def test_filter_operators(api: Api) -> None:
     assert await hits({"n": {"$gt": 1}, "s": "cherry"}) == ["c"]
 
 
+async def test_filters_run_inside_the_stores_search(backend: Any) -> None:
+    """The filter reaches the agentkit store as a where on the value's fields (so a
+    filtered page does not mean reading every item), and records written before the
+    fields were kept (no ``lg_fields`` mark) are still judged on their value."""
+    seen: list[Any] = []
+    for name in ("scan", "search", "lexical_search"):
+        inner = getattr(backend, name, None)
+        if inner is None:
+            continue
+
+        def spy(*args: Any, _inner: Any = inner, **kwargs: Any) -> Any:
+            seen.append(kwargs.get("where"))
+            return _inner(*args, **kwargs)
+
+        setattr(backend, name, spy)
+    store = AgentkitStore(backend, scope=ACME)
+    for i in range(30):
+        await store.aput(("p",), f"k{i}", {"text": f"note {i}", "n": i, "even": i % 2 == 0})
+    # an item as an older version wrote it: no field copies, no mark
+    [old] = await backend.get([json.dumps([["p"], "k3"], separators=(",", ":"))], scope=ACME)
+    bare = {k: v for k, v in old.metadata.items() if not k.startswith(("lg_f:", "lg_fields"))}
+    await backend.upsert([type(old)(old.id, old.text, bare)], scope=ACME)
+    flt = {"n": {"$gte": 3, "$lt": 6}, "even": False}
+    found = sorted(i.key for i in await store.asearch(("p",), filter=flt, limit=10))
+    assert found == ["k3", "k5"]
+    ranked = sorted(i.key for i in await store.asearch(("p",), query="note", filter=flt))
+    assert ranked == ["k3", "k5"]
+    pushed = [w for w in seen if w and "$or" in w]
+    assert pushed, seen
+    assert any("lg_f:n" in json.dumps(w) for w in pushed)
+
+
 async def test_filter_keys_and_values_are_data(api: Api) -> None:
     hostile = "x'); DELETE FROM chunks; --"
     await api("put", ("q",), "k1", {hostile: hostile, "a-b": 1, "1x": 2, "$": 3})
@@ -394,6 +427,32 @@ async def test_unindexed_items_are_never_ranked(api: Api) -> None:
     assert await api("list_namespaces") == [("t",)]
 
 
+async def test_items_sharing_their_text_are_all_found_as_langgraphs_own_store_finds_them(
+    api: Api,
+) -> None:
+    # One fact stored for three users, and three times on purpose: six items.
+    fact = {"text": "prefers replies in French"}
+    puts = [(("users",), key) for key in ("a", "b", "c")]
+    puts += [(("team", user), "lang") for user in ("u1", "u2", "u3")]
+    reference = InMemoryStore(index={"dims": 26, "embed": Letters(), "fields": ["text"]})
+    for namespace, key in [*puts, (("users",), "other"), (("team", "u1"), "other")]:
+        value = fact if key != "other" else {"text": "likes long walks"}
+        await api("put", namespace, key, value)
+        await reference.aput(namespace, key, value)
+    for prefix in (("users",), ("team",)):
+        stored = {p for p in puts if p[0][0] == prefix[0]}
+        ours = await api("search", prefix, query="replies in French")
+        theirs = await reference.asearch(prefix, query="replies in French")
+        assert len(ours) == len(theirs) == 4
+        assert {(i.namespace, i.key) for i in theirs[:3]} == stored
+        assert {(i.namespace, i.key) for i in ours[:3]} == stored
+        assert ours[3].key == theirs[3].key == "other"
+    everything = await api("search", (), query="replies in French", limit=10)
+    assert len(everything) == 8
+    assert {(i.namespace, i.key) for i in everything} >= set(puts)
+    assert len(await api("search", (), query="replies in French", limit=5)) == 5
+
+
 async def test_fields_decide_the_indexed_text(backend: Any) -> None:
     store = AgentkitStore(backend, index={"fields": ["title"]})
     await store.aput(("d",), "by-title", {"title": "quokka habits", "body": "nothing here"})
@@ -405,20 +464,21 @@ async def test_fields_decide_the_indexed_text(backend: Any) -> None:
     assert found[2].score is not None and found[2].score < found[1].score
 
 
+class Letters(Embeddings):
+    """Letter counts: a deterministic embedding that is not agentkit's own."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        row = [0.0] * 26
+        for ch in text.lower():
+            if "a" <= ch <= "z":
+                row[ord(ch) - 97] += 1.0
+        return row
+
+
 async def test_index_embed_is_used(tmp_path: Path) -> None:
-    class Letters(Embeddings):
-        """Letter counts: a deterministic embedding that is not agentkit's own."""
-
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [self.embed_query(t) for t in texts]
-
-        def embed_query(self, text: str) -> list[float]:
-            row = [0.0] * 26
-            for ch in text.lower():
-                if "a" <= ch <= "z":
-                    row[ord(ch) - 97] += 1.0
-            return row
-
     index: Any = {"dims": 26, "embed": Letters(), "fields": ["text"]}
     store = AgentkitStore(None, index=index)
     assert store.store.dim == 26

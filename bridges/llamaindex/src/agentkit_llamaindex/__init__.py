@@ -20,6 +20,9 @@ from agentkit_llamaindex.rerank import PostprocessorReranker
 from agentkit_llamaindex.retriever import AgentkitRetriever
 from agentkit_llamaindex.vectorstore import LlamaIndexVectorPort
 
+# The one place the version lives: the build reads it (pyproject's dynamic version).
+__version__ = "0.1.0"
+
 __all__ = [
     "AgentkitEmbedding",
     "AgentkitMemoryBlock",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from llama_index.core.schema import QueryBundle
 from llama_index.core.vector_stores.types import (
@@ -38,6 +38,8 @@ from llama_index.core.vector_stores.types import (
 from agentkit import interop
 from agentkit.interop import Condition
 from agentkit.kernel import Scope
+from agentkit.kernel.errors import UnsupportedOperation
+from agentkit.kernel.where import And, Field, Not, Or, Where
 
 __all__ = [
     "Pushdown",
@@ -59,14 +61,22 @@ class _Spelling:
     numbers: Literal["eq", "range", "none"] = "none"
     ne_absent: bool = False  # NE also matches records without the key
     sql_text: bool = False  # keys and values are pasted into SQL text
+    # How a where with operators is stated: nested groups with Chroma's operators,
+    # Qdrant's (numbers as ranges, negations as NOT groups), one flat AND list, or not.
+    operators: Literal["chroma", "qdrant", "flat", "none"] = "none"
+    name: str = "this store"
 
 
 _DEFAULT = _Spelling()
 _SPELLINGS: dict[str, _Spelling] = {
-    "SimpleVectorStore": _Spelling(numbers="eq", ne_absent=True),
-    "ChromaVectorStore": _Spelling(numbers="eq", ne_absent=True),
-    "QdrantVectorStore": _Spelling(numbers="range"),
-    "PGVectorStore": _Spelling(sql_text=True),
+    "SimpleVectorStore": _Spelling(
+        numbers="eq", ne_absent=True, operators="flat", name="SimpleVectorStore"
+    ),
+    "ChromaVectorStore": _Spelling(
+        numbers="eq", ne_absent=True, operators="chroma", name="ChromaVectorStore"
+    ),
+    "QdrantVectorStore": _Spelling(numbers="range", operators="qdrant", name="QdrantVectorStore"),
+    "PGVectorStore": _Spelling(sql_text=True, name="PGVectorStore"),
 }
 
 
@@ -122,8 +132,13 @@ def _key_ok(key: str, spelling: _Spelling) -> bool:
     return key.isidentifier() if spelling.sql_text else not any(ch in key for ch in '.[]"')
 
 
-def _spell(cond: Condition, spelling: _Spelling) -> list[MetadataFilter] | None:
-    """``cond`` as filters the store evaluates exactly, or None if it cannot."""
+def _spell(
+    cond: Condition, spelling: _Spelling
+) -> list[MetadataFilter | MetadataFilters] | None:
+    """``cond`` as filters the store evaluates exactly, or None if it cannot (a where
+    with operators it cannot state exactly is refused instead: UnsupportedOperation)."""
+    if cond.op == "where":
+        return [_spell_where(cond.value, spelling)]
     if not _key_ok(cond.key, spelling):
         return None
     key, value = cond.key, cond.value
@@ -195,6 +210,8 @@ def pushdown(
     scope_pushed = scope is not None
     complete = {c.key for c in conds} >= where_keys
     for cond in conds:
+        if cond.op == "where" and not can_filter:
+            _refuse(cond.value, spelling, "it takes no metadata filters")
         spelled = _spell(cond, spelling) if can_filter else None
         if spelled is None:
             complete = False
@@ -206,6 +223,111 @@ def pushdown(
             plain.extend(spelled)
     scope_in_filters = len(plain) < len(filters)
     return Pushdown(_and(filters), scope_pushed, complete, _and(plain), scope_in_filters)
+
+
+# --- a where with operators, as nested MetadataFilters -----------------------------
+
+
+def _refuse(tree: Where, spelling: _Spelling, why: str, op: str | None = None) -> NoReturn:
+    name = op or _op_name(tree)
+    raise UnsupportedOperation(
+        f"the where operator {name} cannot be stated exactly in {spelling.name}'s "
+        f"MetadataFilters ({why}); a filter is never dropped or loosened, so this search "
+        "is refused: filter on what this store can state, or use an agentkit store"
+    )
+
+
+def _op_name(tree: Where) -> str:
+    if isinstance(tree, Not):
+        return "$not"
+    if isinstance(tree, (And, Or)):
+        return "$and" if isinstance(tree, And) else "$or"
+    return {"in": "$in", "nin": "$nin"}.get(tree.op, f"${tree.op}")
+
+
+_LI_ORDER = {
+    "gt": FilterOperator.GT,
+    "gte": FilterOperator.GTE,
+    "lt": FilterOperator.LT,
+    "lte": FilterOperator.LTE,
+}
+
+
+def _spell_where(tree: Where, spelling: _Spelling) -> MetadataFilter | MetadataFilters:
+    """``tree`` (after ``interop.normal``) stated exactly for ``spelling``'s store."""
+    kind = spelling.operators
+    if kind == "none":
+        _refuse(tree, spelling, "agentkit does not know how this store reads operators")
+    if isinstance(tree, Not):
+        if kind != "qdrant":
+            _refuse(tree, spelling, "it has no exact negation of this test")
+        return MetadataFilters(filters=[_spell_where(tree.part, spelling)],
+                               condition=FilterCondition.NOT)
+    if isinstance(tree, (And, Or)):
+        if kind == "flat" and (isinstance(tree, Or) or
+                               not all(isinstance(p, Field) for p in tree.parts)):
+            _refuse(tree, spelling, "it takes one flat AND list, no nested groups")
+        condition = FilterCondition.AND if isinstance(tree, And) else FilterCondition.OR
+        return MetadataFilters(filters=[_spell_where(p, spelling) for p in tree.parts],
+                               condition=condition)
+    return _spell_field(tree, spelling)
+
+
+def _spell_field(field: Field, spelling: _Spelling) -> MetadataFilter | MetadataFilters:
+    kind, key, op, value = spelling.operators, field.key, field.op, field.value
+    if not _key_ok(key, spelling):
+        _refuse(field, spelling, f"key {key!r} would be read as a path")
+    if op == "exists":
+        _refuse(field, spelling, "LlamaIndex filters have no exact $exists")
+    values = list(value) if op in ("in", "nin") else [value]
+    for v in values:
+        if v is None or isinstance(v, bool):
+            _refuse(field, spelling, "a LlamaIndex MetadataFilter holds no bool or null")
+    if op in _LI_ORDER:
+        if isinstance(value, str):
+            _refuse(field, spelling, "it orders numbers only" if kind != "flat" else
+                    "its filter raises on a value of another type")
+        if kind == "flat":
+            _refuse(field, spelling, "its filter raises on a value of another type")
+        return MetadataFilter(key=key, value=value, operator=_LI_ORDER[op])
+    negated = op in ("ne", "nin")
+    if kind == "flat":
+        # Python's == there: True equals 1, so 0 and 1 would not be exact.
+        if any(not isinstance(v, str) and v in (0, 1) for v in values):
+            _refuse(field, spelling, "it compares with ==, under which True equals 1")
+        if len(values) == 1:
+            operator = FilterOperator.NE if negated else FilterOperator.EQ
+            return MetadataFilter(key=key, value=values[0], operator=operator)
+        if len({type(v) for v in values}) > 1:
+            _refuse(field, spelling, "a LlamaIndex list holds one value type")
+        operator = FilterOperator.NIN if negated else FilterOperator.IN
+        return MetadataFilter(key=key, value=values, operator=operator)
+    tests: list[MetadataFilter | MetadataFilters] = []
+    if kind == "qdrant":
+        strings = [v for v in values if isinstance(v, str)]
+        if strings:
+            tests.append(MetadataFilter(key=key, value=strings, operator=FilterOperator.IN))
+        for v in values:
+            if not isinstance(v, str):  # a one-point range: 1 finds 1.0
+                tests.append(MetadataFilters(filters=[
+                    MetadataFilter(key=key, value=v, operator=FilterOperator.GTE),
+                    MetadataFilter(key=key, value=v, operator=FilterOperator.LTE),
+                ]))
+    else:
+        groups: dict[type, list[Any]] = {}
+        for v in values:  # Chroma's lists take one value type
+            groups.setdefault(type(v), []).append(v)
+        operator = FilterOperator.NIN if negated else FilterOperator.IN
+        for group in groups.values():
+            tests.append(MetadataFilter(key=key, value=group, operator=operator))
+        if negated:
+            return tests[0] if len(tests) == 1 else MetadataFilters(filters=tests)
+    either = tests[0] if len(tests) == 1 else MetadataFilters(
+        filters=tests, condition=FilterCondition.OR
+    )
+    if negated:  # Qdrant: NOT is must_not, an exact complement
+        return MetadataFilters(filters=[either], condition=FilterCondition.NOT)
+    return either
 
 
 def _and(filters: list[MetadataFilter | MetadataFilters]) -> MetadataFilters | None:

@@ -11,10 +11,8 @@ The opposite direction, a LlamaIndex store under agentkit, is ``LlamaIndexVector
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,17 +36,10 @@ from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import (
     InvalidArgument,
     InvalidArgumentType,
-    StoreError,
     UnsupportedOperation,
 )
 from agentkit.kernel.validate import check_ids, check_k, check_query
-from agentkit.state.memory import (
-    HYBRID_RRF_CONSTANT,
-    HYBRID_TIES,
-    CompositeMemory,
-    MemoryItem,
-    rrf_rerank,
-)
+from agentkit.state.memory import HYBRID_DEPTH, HybridMemory
 from agentkit.vector.mmr import check_lambda, mmr_select, query_vector
 from agentkit.vector.port import Chunk, Embedder, VectorPort
 from agentkit_llamaindex._node_filters import predicate, pushdown
@@ -374,12 +365,11 @@ class AgentkitVectorStore(BasePydanticVectorStore):
 
     async def _dense(self, query: VectorStoreQuery) -> _Search:
         store, scope = self._view.store, self._view.scope
-        embedder = getattr(store, "embedder", None)
-        by_vector = getattr(store, "search_by_vector", None)
         if query.query_str is not None:
             text = check_query(query.query_str)
-            if isinstance(embedder, LlamaIndexEmbedder) and by_vector is not None:
-                vector = await embedder.embed_query(text)
+            vector = await self._text_vector(text)
+            if vector is not None:
+                by_vector = store.search_by_vector  # type: ignore[attr-defined]
                 return lambda n, where: by_vector(vector, k=n, scope=scope, where=where)
             return lambda n, where: store.search(text, k=n, scope=scope, where=where)
         if query.query_embedding is not None:
@@ -389,6 +379,18 @@ class AgentkitVectorStore(BasePydanticVectorStore):
             vector = np.asarray(query.query_embedding, dtype=np.float32)
             return lambda n, where: given(vector, k=n, scope=scope, where=where)
         raise InvalidArgument("a query needs query_str or query_embedding")
+
+    async def _text_vector(self, text: str) -> npt.NDArray[np.float32] | None:
+        """The query's vector from the LlamaIndex model's query side, when the store
+        embeds through one (its documents and queries may be embedded differently);
+        None when the store's own ``search`` embeds the text as it should."""
+        store = self._view.store
+        embedder = getattr(store, "embedder", None)
+        if isinstance(embedder, LlamaIndexEmbedder) and callable(
+            getattr(store, "search_by_vector", None)
+        ):
+            return await embedder.embed_query(text)
+        return None
 
     def _lexical(self, query: VectorStoreQuery) -> _Search:
         lexical = getattr(self._view.store, "lexical_search", None)
@@ -410,15 +412,32 @@ class AgentkitVectorStore(BasePydanticVectorStore):
         where: dict[str, Any] | None,
         keep: Callable[[Chunk], bool],
     ) -> _Scored:
+        """agentkit's one hybrid search (``HybridMemory``, as the CLI and AgentkitStore run
+        it), ``alpha`` weighing the dense half and ``1 - alpha`` the word half; each half
+        read ``HYBRID_DEPTH`` deep, or ``hybrid_top_k``/``sparse_top_k`` when deeper. Nodes
+        are distinct by id: two nodes with one text are two results."""
         alpha = 0.5 if query.alpha is None else query.alpha
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
             raise InvalidArgument(f"alpha must be a number in [0, 1], got {alpha!r}")
-        lexical = self._lexical(query)
-        depth = max(k, query.hybrid_top_k or 0, query.sparse_top_k or 0)
-        dense_hits = await _widened(await self._dense(query), depth, where, keep)
-        word_hits = await _widened(lexical, depth, where, keep)
+        self._lexical(query)  # the same refusals as a text_search query
         text = check_query(query.query_str)
-        return await _fused_by_rrf(text, dense_hits, word_hits, float(alpha), k, self._view.scope)
+        memory = HybridMemory(
+            self._view.store,
+            depth=max(HYBRID_DEPTH, query.hybrid_top_k or 0, query.sparse_top_k or 0),
+            weights={"dense": float(alpha), "lexical": 1.0 - float(alpha)},
+        )
+        found = await memory.search(
+            text,
+            k=k,
+            ctx=Ctx(scope=self._view.scope),
+            where=where,
+            keep=keep,
+            vector=await self._text_vector(text),
+        )
+        return [
+            (item.score or 0.0, chunk)
+            for item, chunk in zip(found.items, found.chunks, strict=True)
+        ]
 
     async def _mmr(
         self,
@@ -525,55 +544,6 @@ async def _widened(
         if len(kept) >= k or len(hits) < n:
             return kept[:k]
         n *= 4
-
-
-@dataclass
-class _Half:
-    """One half's hits, already fetched and filtered, as a member of the fusion."""
-
-    name: str
-    items: list[MemoryItem]
-    accepts_writes = False
-
-    async def query(
-        self, query: str, *, k: int, ctx: Ctx, where: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
-        return self.items[:k]
-
-    async def write(self, items: Iterable[MemoryItem], *, ctx: Ctx) -> None:
-        raise StoreError("a hybrid query's halves are read-only")
-
-
-async def _fused_by_rrf(
-    text: str, dense: _Scored, words: _Scored, alpha: float, k: int, scope: Scope
-) -> _Scored:
-    """The project's hybrid: the two lists through ``CompositeMemory`` and ``rrf_rerank``,
-    with the constant and tie rule the CLI and ``AgentkitStore`` use, so one store ranks a
-    hybrid query one way whichever door it comes through.
-
-    Ranks, not raw scores, because cosine and BM25 live on other scales; ``alpha``
-    weighs the dense half, ``1 - alpha`` the word half. A chunk in both lists is one
-    item (merged by id) whose score adds its two reciprocal ranks. Each item's content
-    is its chunk id, so only ids merge: two nodes with the same text stay two nodes.
-    """
-    chunks = {c.id: c for _, c in (*words, *dense)}
-    halves = [
-        _Half(name, [MemoryItem(c.id, name, id=c.id) for _, c in hits])
-        for name, hits in (("dense", dense), ("lexical", words))
-    ]
-    fusion = CompositeMemory(
-        [*halves],
-        reranker=functools.partial(
-            rrf_rerank,
-            weights={"dense": alpha, "lexical": 1.0 - alpha},
-            constant=HYBRID_RRF_CONSTANT,
-            ties=HYBRID_TIES,
-        ),
-        name="llamaindex-hybrid",
-    )
-    depth = max(k, len(dense), len(words))
-    fused = await fusion.query(text, k=depth, ctx=Ctx(scope=scope))
-    return [(item.score or 0.0, chunks[item.id]) for item in fused[:k] if item.id is not None]
 
 
 def _node_list(nodes: object) -> list[BaseNode]:

@@ -19,7 +19,7 @@ __all__ = ["AgentkitEmbedding"]
 
 
 class AgentkitEmbedding(BaseEmbedding):
-    """Wraps any ``agentkit.vector.Embedder`` (``HashingEmbedder``, sentence models).
+    """Wraps any ``agentkit.vector.Embedder`` (``OnnxEmbedder``, ``HashingEmbedder``, ...).
 
     Args:
         embedder: The agentkit embedder that does the work.

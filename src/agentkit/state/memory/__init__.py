@@ -25,6 +25,13 @@ from agentkit.state.memory._rerank import (
 from agentkit.state.memory._scoped import ScopedMemory
 from agentkit.state.memory._sequential import SequentialMemory
 from agentkit.state.memory._sources.files import FileMemory
+from agentkit.state.memory._sources.hybrid import (
+    HYBRID_DEPTH,
+    HybridHalf,
+    HybridMemory,
+    HybridMode,
+    HybridResult,
+)
 from agentkit.state.memory._sources.journal import JournalMemory
 from agentkit.state.memory._sources.lexical import LexicalMemory
 from agentkit.state.memory._sources.partitioned import PerScopeMemory, files_per_scope
@@ -33,6 +40,7 @@ from agentkit.state.memory._sources.tool import ToolMemory, default_parse
 from agentkit.state.memory._sources.vector import VectorMemory
 
 __all__ = [
+    "HYBRID_DEPTH",
     "HYBRID_RRF_CONSTANT",
     "HYBRID_TIES",
     "CachedMemory",
@@ -42,6 +50,10 @@ __all__ = [
     "CompositeWriteError",
     "DedupeMode",
     "FileMemory",
+    "HybridHalf",
+    "HybridMemory",
+    "HybridMode",
+    "HybridResult",
     "JournalMemory",
     "LexicalMemory",
     "MemoryItem",

@@ -8,7 +8,8 @@ from typing import Any
 
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.errors import InvalidArgumentType
-from agentkit.kernel.validate import check_k, check_query, check_where
+from agentkit.kernel.validate import check_k, check_metadata_where, check_query
+from agentkit.kernel.where import merge_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._item import MemoryItem
 from agentkit.state.memory._sources._args import check_ctx, check_items, scored_items
@@ -54,7 +55,7 @@ class LexicalMemory:
             )
         if not isinstance(self.name, str) or not self.name:
             raise InvalidArgumentType("name must be a non-empty str")
-        self.where = check_where(self.where)
+        self.where = check_metadata_where(self.where)
 
     async def query(
         self,
@@ -67,9 +68,9 @@ class LexicalMemory:
         """Top-k by the store's lexical ranking within ``ctx.scope``, best first."""
         query = check_query(query)
         k = check_k(k)
-        call_where = check_where(where)
+        call_where = check_metadata_where(where)
         ctx = check_ctx(ctx)
-        merged = {**(self.where or {}), **(call_where or {})} or None
+        merged = merge_where(self.where, call_where)
         hits = await self.store.lexical_search(query, k=k, scope=ctx.scope, where=merged)
         return scored_items(hits, self.name, k)
 

@@ -10,7 +10,8 @@ from typing import Any
 from agentkit.kernel.ctx import Ctx
 from agentkit.kernel.dedupe import without_dedupe_stamps
 from agentkit.kernel.errors import InvalidArgumentType, StoreError
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_where
+from agentkit.kernel.validate import check_ids, check_k, check_metadata_where, check_query
+from agentkit.kernel.where import merge_where
 from agentkit.observability import traced_memory
 from agentkit.state.memory._forgetting import check_forget
 from agentkit.state.memory._item import MemoryItem
@@ -25,8 +26,10 @@ class VectorMemory:
     """A MemorySource backed by a VectorPort.
 
     Tenant isolation is the port's: ``ctx.scope`` is passed as the bucket key on
-    every call. ``where`` is a default filter; a call-time ``where`` merges over
-    it key by key, so a wired-in filter can be narrowed or overridden per query.
+    every call. ``where`` is a default filter in the ``where`` language (operators
+    included); a call-time ``where`` merges over it by top-level key, operator keys
+    (``$and``, ``$or``, ``$not``) alike (``merge_where``), so a wired-in filter can
+    be narrowed or overridden per query.
     Chunk ids come back as ``MemoryItem.id`` so a recalled item written back
     updates its row instead of duplicating it.
 
@@ -46,6 +49,7 @@ class VectorMemory:
 
     Raises:
         InvalidArgumentType: A ``where`` that is not a mapping with str keys.
+        InvalidFilter: A malformed ``where`` (unknown operator, wrong operand).
     """
 
     vector: Any
@@ -55,7 +59,7 @@ class VectorMemory:
     forgets = True
 
     def __post_init__(self) -> None:
-        self.where = check_where(self.where)
+        self.where = check_metadata_where(self.where)
 
     async def query(
         self,
@@ -68,9 +72,9 @@ class VectorMemory:
         """Top-k within ``ctx.scope``, best first, stamped with this source's name."""
         query = check_query(query)
         k = check_k(k)
-        call_where = check_where(where)
+        call_where = check_metadata_where(where)
         ctx = check_ctx(ctx)
-        merged = {**(self.where or {}), **(call_where or {})} or None
+        merged = merge_where(self.where, call_where)
         hits = await self.vector.search(query, k=k, scope=ctx.scope, where=merged)
         return scored_items(hits, self.name, k)
 
@@ -121,9 +125,9 @@ class VectorMemory:
         A missing or empty ``where`` without ``all=True`` is refused (InvalidArgument),
         so a filter that went missing never wipes a tenant.
         """
-        call_where = check_forget(where, all)
+        call_where = check_metadata_where(check_forget(where, all))
         ctx = check_ctx(ctx)
-        merged = {**(self.where or {}), **(call_where or {})}
+        merged = merge_where(self.where, call_where)
         if merged:
             return int(await self._port("delete_where")(merged, scope=ctx.scope))
         return int(await self._port("delete_scope")(scope=ctx.scope))

@@ -1,0 +1,295 @@
+"""The default embedder (all-MiniLM-L6-v2 on ONNX Runtime) beside sentence-transformers +
+torch, in one run (issue 27).
+
+    python bench/default_embedder.py [DIR] [--n 600] [--queries 200] [--cold-runs 3]
+                                     [--eval-limit N] [--skip-st]
+
+DIR is a BEIR folder (default ``../shared/data/scifact``), read in place.
+
+1. Cold process to first vector: a fresh interpreter that builds the embedder and
+   encodes one text (imports and model load included), median of ``--cold-runs``.
+2. Ingest: the first ``--n`` records through the CLI's ingest write path into a fresh
+   SQLite store, per engine: sentence-transformers (torch), ONNX fp32, ONNX int8 (the
+   default). Target: int8 >= 3x sentence-transformers' docs/s.
+3. Warm query encode: one short text per call, ``--queries`` SciFact claims. Target:
+   int8 p50 <= 3 ms (on an idle machine).
+4. The whole corpus in a store built by ``agentkit-memory ingest`` with the default
+   embedder (cached under bench/.cache): a cold ``agentkit-memory query`` (hybrid)
+   against a cold ``query --lexical``, alternating, median of ``--cold-runs``. Target:
+   hybrid <= 2x lexical.
+5. ``agentkit-memory mcp`` over stdio on the demo store (docs/ and README.md), per
+   engine: from spawn to the first memory_search answer. Target: <= 2 s when idle.
+6. SciFact train nDCG@10 on that store, dense and hybrid. Targets: >= 0.655 / >= 0.725.
+
+``--skip-st`` leaves sentence-transformers out (the smoke run). Prints a table per part
+and ``RESULT name=value`` lines (see run_all.py); the machine's load average is printed
+too, since every time here is wall clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from _embed_cache import CACHE_DIR, file_hash  # noqa: E402
+
+from agentkit.cli import _eval, _ingest  # noqa: E402
+from agentkit.kernel import Scope  # noqa: E402
+from agentkit.vector import SQLiteVectorStore  # noqa: E402
+
+ENGINES: dict[str, str] = {
+    "st": "from agentkit.vector import SentenceTransformerEmbedder as E; e = E()",
+    "onnx_fp32": "from agentkit.vector import OnnxEmbedder as E; e = E('fp32')",
+    "onnx_int8": "from agentkit.vector import OnnxEmbedder as E; e = E()",
+}
+FLAG = {"st": "st", "onnx_fp32": "onnx:fp32", "onnx_int8": "onnx:int8"}
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def _make(engine: str) -> Any:
+    scope: dict[str, Any] = {}
+    exec(ENGINES[engine], scope)  # the same statement the cold process runs
+    return scope["e"]
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def cold_first_vector(engine: str, runs: int) -> float:
+    code = ENGINES[engine] + "; e.embed_sync(['hello world'])"
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, env=_env(), timeout=600, capture_output=True
+        )
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _prepared(corpus: Path, n: int) -> Any:
+    """The first ``n`` records as ``prepare`` would hand them to ``write``, streamed from
+    the corpus in place (one job per record, each its own chunk, as BEIR ingests)."""
+    texts: dict[Path, Any] = {}
+    for i, doc in enumerate(_ingest.read_beir(corpus)):
+        if i >= n:
+            break
+        texts[Path(f"record-{i}")] = (doc, _ingest.chunks_of(doc, 1200, 200))
+    jobs = [("text", p) for p in texts]
+    chunks = sum(len(c) for _, c in texts.values())
+    return _ingest.Prepared(jobs, texts, len(texts), chunks, 1200, 200)
+
+
+async def ingest_rate(engine: str, embedder: Any, corpus: Path, n: int, work: Path) -> float:
+    ready = _prepared(corpus, n)
+    db = work / f"ingest-{engine}.db"
+    async with SQLiteVectorStore(db, embedder=embedder, create=True) as store:
+        start = time.perf_counter()
+        await _ingest.write(store, Scope(), ready, progress=False)
+        seconds = time.perf_counter() - start
+    return ready.total / seconds
+
+
+def warm_encode(embedder: Any, queries: list[str]) -> float:
+    for q in queries[:10]:
+        embedder.embed_sync([q])
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        embedder.embed_sync([q])
+        times.append(time.perf_counter() - start)
+    return _median_ms(times)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "agentkit.cli", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"agentkit-memory {' '.join(args)} failed: {done.stderr.strip()}")
+    return done
+
+
+def corpus_store(corpus: Path) -> Path:
+    """The whole corpus ingested with the default embedder, built once and cached."""
+    db = CACHE_DIR / f"default-embedder-{file_hash(corpus)}.db"
+    if db.exists():
+        with sqlite3.connect(db) as conn:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("embedder", "").endswith("(onnxruntime int8)"):
+            return db
+        db.unlink()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    _cli("--store", str(db), "ingest", str(corpus), cwd=ROOT)
+    print(f"built {db.name} with the default embedder in {time.perf_counter() - start:.0f} s")
+    return db
+
+
+def cold_queries(db: Path, claims: list[str], runs: int) -> tuple[float, float]:
+    hybrid: list[float] = []
+    lexical: list[float] = []
+    for i in range(runs):  # alternating, so a load spike hits both
+        for mode, out in (("hybrid", hybrid), ("lexical", lexical)):
+            args = ["--store", str(db), "query", claims[i % len(claims)], "-k", "10"]
+            if mode == "lexical":
+                args.append("--lexical")
+            start = time.perf_counter()
+            _cli(*args, cwd=db.parent)
+            out.append(time.perf_counter() - start)
+    return statistics.median(hybrid), statistics.median(lexical)
+
+
+async def mcp_ready(db: Path, flag: str) -> float:
+    """Seconds from spawning ``agentkit-memory mcp`` to its first memory_search answer."""
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        # The flag, since without one an st store is served by ONNX fp32 (same vectors).
+        args=["-m", "agentkit.cli", "--store", str(db), "mcp", "--embedder", flag],
+        env=_env(),
+        cwd=str(db.parent),
+    )
+    start = time.perf_counter()
+    async with Client(params, read_timeout_seconds=600) as client:
+        result = await client.call_tool("memory_search", {"query": "keep tenants apart", "k": 5})
+        if result.is_error:
+            raise SystemExit(f"memory_search failed: {result.content}")
+        return time.perf_counter() - start
+
+
+def _claims(folder: Path, n: int) -> list[str]:
+    out = []
+    with (folder / "queries.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            out.append(str(json.loads(line)["text"]))
+            if len(out) >= n:
+                break
+    return out
+
+
+def _timed(label: str, fn: Callable[[], Any]) -> Any:
+    start = time.perf_counter()
+    value = fn()
+    print(f"  ({label}: {time.perf_counter() - start:.0f} s)", flush=True)
+    return value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dir", nargs="?", default=str(ROOT.parent / "shared/data/scifact"))
+    parser.add_argument("--n", type=int, default=600)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--eval-limit", type=int, default=None)
+    parser.add_argument("--skip-st", action="store_true")
+    opts = parser.parse_args()
+    folder = Path(opts.dir)
+    corpus = _ingest.beir_corpus_file(folder)
+    if corpus is None:
+        raise SystemExit(f"no BEIR corpus in {folder}")
+    engines = [e for e in ENGINES if not (opts.skip_st and e == "st")]
+    claims = _claims(folder, opts.queries)
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    print(
+        "\n| engine | cold process to first vector (s) | ingest docs/s | vs st | "
+        "warm encode p50 (ms) |\n|---|---|---|---|---|"
+    )
+    rates: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="embedder-bench-") as tmp:
+        work = Path(tmp)
+        for engine in engines:
+            cold = cold_first_vector(engine, opts.cold_runs)
+            embedder = _make(engine)
+            rates[engine] = asyncio.run(ingest_rate(engine, embedder, corpus, opts.n, work))
+            p50 = warm_encode(embedder, claims)
+            ratio = rates[engine] / rates["st"] if "st" in rates else float("nan")
+            print(
+                f"| {engine} | {cold:.2f} | {rates[engine]:.1f} | {ratio:.2f}x | {p50:.2f} |",
+                flush=True,
+            )
+            print(f"RESULT embedder_{engine}_cold_first_vector_s={cold:.3f}")
+            print(f"RESULT embedder_{engine}_ingest_docs_per_s={rates[engine]:.2f}")
+            print(f"RESULT embedder_{engine}_warm_encode_p50_ms={p50:.3f}")
+            del embedder
+        if "st" in rates:
+            ratio = rates["onnx_int8"] / rates["st"]
+            print(f"\nint8 ingest vs sentence-transformers: {ratio:.2f}x (target >= 3x)")
+            print(f"RESULT embedder_int8_vs_st_ingest_ratio={ratio:.3f}")
+
+        db = _timed("corpus store", lambda: corpus_store(corpus))
+        with sqlite3.connect(db) as conn:
+            rows = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        hybrid, lexical = cold_queries(db, claims, opts.cold_runs)
+        print(
+            f"\ncold CLI query on {rows} chunks: hybrid {hybrid:.2f} s, --lexical "
+            f"{lexical:.2f} s: {hybrid / lexical:.2f}x (target <= 2x)"
+        )
+        print(f"RESULT embedder_cold_hybrid_query_s={hybrid:.3f}")
+        print(f"RESULT embedder_cold_lexical_query_s={lexical:.3f}")
+        print(f"RESULT embedder_cold_hybrid_vs_lexical_ratio={hybrid / lexical:.3f}")
+
+        print("\n| engine | mcp ready to answer (s) |\n|---|---|")
+        for engine in engines:
+            demo = work / f"demo-{engine}.db"
+            _cli(
+                "--store",
+                str(demo),
+                "ingest",
+                str(ROOT / "docs"),
+                str(ROOT / "README.md"),
+                "--embedder",
+                FLAG[engine],
+                cwd=work,
+            )
+            ready = asyncio.run(mcp_ready(demo, FLAG[engine]))
+            print(f"| {engine} | {ready:.2f} |", flush=True)
+            print(f"RESULT embedder_{engine}_mcp_ready_s={ready:.3f}")
+
+    data = _eval.load(folder, "train")
+    embedder = _make("onnx_int8")
+
+    async def scores() -> list[Any]:
+        async with SQLiteVectorStore(db, embedder=embedder, read_only=True) as store:
+            out, _ = await _eval.evaluate(
+                store, Scope(), data, ["dense", "hybrid"], limit=opts.eval_limit, progress=False
+            )
+            return out
+
+    print(f"\n{data.name} {data.split} nDCG@10 with the default (int8) model:")
+    for s in asyncio.run(scores()):
+        print(f"  {s.mode}: nDCG@10 {s.ndcg:.4f}, recall@100 {s.recall:.4f} ({s.queries} queries)")
+        print(f"RESULT embedder_int8_{s.mode}_ndcg10={s.ndcg:.4f}")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

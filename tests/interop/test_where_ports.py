@@ -1,0 +1,241 @@
+"""The where language through LangChain ports, on the real stores: stated exactly in
+each store's own filter, or refused naming the operator and the store.
+
+Each store holds the same records in two tenants; every answer is compared with the
+reference evaluator, and none ever holds the other tenant's record.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import chromadb
+import faiss
+import pytest
+from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
+from langchain_chroma import Chroma
+from langchain_community.docstore.in_memory import InMemoryDocstore
+from langchain_community.vectorstores import FAISS
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient, models
+
+from agentkit.kernel import Scope
+from agentkit.kernel.errors import UnsupportedOperation
+from agentkit.kernel.where import parse_where
+from agentkit.vector import Chunk, HashingEmbedder
+
+DIM = 64
+ACME = Scope("acme", "support")
+GLOBEX = Scope("globex", "support")
+RECORDS = [
+    ("r1", {"team": "billing", "year": 2018, "name": "alpha"}),
+    ("r2", {"team": "billing", "year": 2021, "pinned": True, "name": "mike"}),
+    ("r3", {"team": "support", "year": 2020.0, "name": "zulu"}),
+    ("r4", {"team": "logistics", "year": 2022, "pinned": False}),
+    ("r5", {"year": 2019, "name": "nora"}),  # no team
+    ("r6", {"team": "support", "pinned": True}),  # no year
+]
+
+FILTERS: dict[str, dict[str, Any]] = {
+    "gte": {"year": {"$gte": 2020}},
+    "or": {"$or": [{"team": "billing"}, {"year": {"$lt": 2019}}]},
+    "ne": {"team": {"$ne": "billing"}},
+    "nin": {"team": {"$nin": ["billing", "support"]}},
+    "in-mixed": {"year": {"$in": [2018, 2020.0, 1999]}},
+    "int-finds-float": {"year": {"$in": [2020, 2021.0]}, "team": {"$eq": "support"}},
+    "not": {"$not": {"year": {"$gte": 2020}}},
+    "not-eq": {"$not": {"$or": [{"team": "billing"}, {"pinned": True}]}},
+    "exists": {"team": {"$exists": False}},
+    "str-order": {"name": {"$gt": "m"}},
+    "range-and": {"$and": [{"year": {"$gte": 2018}}, {"year": {"$lte": 2021}}],
+                  "pinned": True},
+}
+# What each store cannot state exactly: the operator its refusal must name.
+REFUSED: dict[str, dict[str, str]] = {
+    "lc-chroma": {"not": "$not", "exists": "$exists", "str-order": "$gt"},
+    "lc-qdrant": {"exists": "$exists", "str-order": "$gt"},
+    "lc-faiss": {},
+    "lc-inmemory": {},
+}
+STORE_NAMES = {"lc-chroma": "Chroma", "lc-qdrant": "Qdrant"}
+
+
+def _embeddings() -> AgentkitEmbeddings:
+    return AgentkitEmbeddings(HashingEmbedder(dim=DIM))
+
+
+def _chroma() -> tuple[Any, Callable[[], None]]:
+    client, name = chromadb.EphemeralClient(), "c" + uuid.uuid4().hex
+    store = Chroma(collection_name=name, client=client, embedding_function=_embeddings())
+    return store, lambda: client.delete_collection(name)
+
+
+def _qdrant() -> tuple[Any, Callable[[], None]]:
+    client, name = QdrantClient(location=":memory:"), "c" + uuid.uuid4().hex
+    client.create_collection(
+        name, vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    )
+    return QdrantVectorStore(client=client, collection_name=name,
+                             embedding=_embeddings()), client.close
+
+
+def _faiss() -> tuple[Any, Callable[[], None]]:
+    store = FAISS(embedding_function=_embeddings(), index=faiss.IndexFlatL2(DIM),
+                  docstore=InMemoryDocstore(), index_to_docstore_id={})
+    return store, lambda: None
+
+
+def _inmemory() -> tuple[Any, Callable[[], None]]:
+    return InMemoryVectorStore(_embeddings()), lambda: None
+
+
+MAKERS = {"lc-chroma": _chroma, "lc-qdrant": _qdrant, "lc-faiss": _faiss,
+          "lc-inmemory": _inmemory}
+
+
+@pytest.fixture(params=sorted(MAKERS))
+def port(request: pytest.FixtureRequest) -> Iterator[tuple[str, LangChainVectorPort]]:
+    store, close = MAKERS[request.param]()
+    yield request.param, LangChainVectorPort(store)
+    close()
+
+
+async def test_operator_filters_exact_or_refused_by_name(
+    port: tuple[str, LangChainVectorPort]
+) -> None:
+    name, vp = port
+    chunks = [Chunk(cid, f"ledger entry {cid}", meta) for cid, meta in RECORDS]
+    await vp.upsert(chunks, scope=ACME)
+    await vp.upsert(chunks, scope=GLOBEX)
+    for label, where in FILTERS.items():
+        tree = parse_where(where)
+        assert tree is not None
+        expected = {cid for cid, meta in RECORDS if tree.matches(meta)}
+        refused = REFUSED[name].get(label)
+        if refused is not None:
+            with pytest.raises(UnsupportedOperation) as info:
+                await vp.search("ledger entry", k=20, scope=ACME, where=where)
+            assert refused in str(info.value), (label, str(info.value))
+            assert STORE_NAMES[name] in str(info.value)
+            continue
+        hits = await vp.search("ledger entry", k=20, scope=ACME, where=where)
+        assert {c.id for _, c in hits} == expected, (name, label)
+        few = await vp.search("ledger entry", k=2, scope=ACME, where=where)
+        assert len(few) == min(2, len(expected)), (name, label)
+
+
+async def test_operator_spellings_never_reach_another_tenant(
+    port: tuple[str, LangChainVectorPort]
+) -> None:
+    _, vp = port
+    await vp.upsert([Chunk("m", "ledger mine", {"t": 1})], scope=ACME)
+    await vp.upsert([Chunk("g", "ledger theirs", {"t": 1, "org_id": "acme"})], scope=GLOBEX)
+    for where in (
+        {"$or": [{"t": 1}, {"t": {"$gte": 0}}]},
+        {"org_id": "acme"},
+        {"t": {"$in": [1, 2]}, "$or": [{"t": 1}, {"t": 2}]},
+    ):
+        hits = await vp.search("ledger", k=10, scope=ACME, where=where)
+        assert {c.id for _, c in hits} <= {"m"}
+
+
+# --- the same through LlamaIndex ports ------------------------------------------------
+
+
+def _li_embedding() -> Any:
+    from agentkit_llamaindex import AgentkitEmbedding
+
+    return AgentkitEmbedding(HashingEmbedder(dim=DIM))
+
+
+def _li_simple() -> tuple[Any, Callable[[], None]]:
+    from agentkit_llamaindex import LlamaIndexVectorPort
+    from llama_index.core import VectorStoreIndex
+
+    return LlamaIndexVectorPort(VectorStoreIndex(nodes=[], embed_model=_li_embedding())), \
+        lambda: None
+
+
+def _li_chroma() -> tuple[Any, Callable[[], None]]:
+    from agentkit_llamaindex import LlamaIndexVectorPort
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    client, name = chromadb.EphemeralClient(), "c" + uuid.uuid4().hex
+    store = ChromaVectorStore(chroma_collection=client.create_collection(name))
+    port = LlamaIndexVectorPort.from_vector_store(store, embed_model=_li_embedding())
+    return port, lambda: client.delete_collection(name)
+
+
+def _li_qdrant() -> tuple[Any, Callable[[], None]]:
+    from agentkit_llamaindex import LlamaIndexVectorPort
+    from llama_index.vector_stores.qdrant import QdrantVectorStore as LiQdrant
+
+    client = QdrantClient(location=":memory:")
+    store = LiQdrant(client=client, collection_name="c" + uuid.uuid4().hex)
+    port = LlamaIndexVectorPort.from_vector_store(store, embed_model=_li_embedding())
+    return port, client.close
+
+
+LI_MAKERS = {"li-simple": _li_simple, "li-chroma": _li_chroma, "li-qdrant": _li_qdrant}
+LI_RECORDS = [(cid, {k: v for k, v in meta.items() if k != "pinned"}) for cid, meta in RECORDS]
+LI_FILTERS: dict[str, dict[str, Any]] = {
+    label: where for label, where in FILTERS.items() if "pinned" not in repr(where)
+}
+LI_REFUSED: dict[str, dict[str, str]] = {
+    "li-simple": {"gte": "$gte", "or": "$or", "not": "$not", "exists": "$exists",
+                  "str-order": "$gt", "in-mixed": "$in", "int-finds-float": "$in"},
+    "li-chroma": {"not": "$not", "exists": "$exists", "str-order": "$gt"},
+    "li-qdrant": {"exists": "$exists", "str-order": "$gt"},
+}
+
+
+@pytest.fixture(params=sorted(LI_MAKERS))
+def li_port(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any]]:
+    port, close = LI_MAKERS[request.param]()
+    yield request.param, port
+    close()
+
+
+async def test_llamaindex_ports_state_operators_exactly_or_refuse(
+    li_port: tuple[str, Any]
+) -> None:
+    name, vp = li_port
+    chunks = [Chunk(cid, f"ledger entry {cid}", meta) for cid, meta in LI_RECORDS]
+    await vp.upsert(chunks, scope=ACME)
+    await vp.upsert(chunks, scope=GLOBEX)
+    store = name.split("-")[1]
+    for label, where in LI_FILTERS.items():
+        tree = parse_where(where)
+        assert tree is not None
+        expected = {cid for cid, meta in LI_RECORDS if tree.matches(meta)}
+        refused = LI_REFUSED[name].get(label)
+        if refused is not None:
+            with pytest.raises(UnsupportedOperation) as info:
+                await vp.search("ledger entry", k=20, scope=ACME, where=where)
+            assert refused in str(info.value), (label, str(info.value))
+            assert store in str(info.value).lower()
+            continue
+        hits = await vp.search("ledger entry", k=20, scope=ACME, where=where)
+        assert {c.id for _, c in hits} == expected, (name, label)
+
+
+async def test_llamaindex_operator_spellings_never_reach_another_tenant(
+    li_port: tuple[str, Any]
+) -> None:
+    _, vp = li_port
+    await vp.upsert([Chunk("m", "ledger mine", {"t": 1})], scope=ACME)
+    await vp.upsert([Chunk("g", "ledger theirs", {"t": 1, "org_id": "acme"})], scope=GLOBEX)
+    for where in (
+        {"t": {"$gte": 0}},
+        {"org_id": "acme"},
+        {"t": {"$in": [1, 2]}},
+        {"$or": [{"t": 1}, {"t": 2}]},
+    ):
+        try:
+            hits = await vp.search("ledger", k=10, scope=ACME, where=where)
+        except UnsupportedOperation:
+            continue  # refused by name, never widened (the simple store's $gte, $or)
+        assert {c.id for _, c in hits} <= {"m"}
