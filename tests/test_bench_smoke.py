@@ -66,6 +66,11 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "quality": ("{beir}", "--store", "{tmp}/quality.db"),
     "query_cost": ("--rows", "100"),
     "reader_hop": ("--rounds", "1"),
+    # One engine: each builds its own graph, and the MiniLM sentences are encoded once.
+    "scale": (
+        "{beir}", "--sizes", "300", "--engines", "usearch_i8", "--queries", "5",
+        "--foreign-writes", "2",
+    ),
     "tracing_overhead": (
         "--rounds", "2", "--calls", "1", "--chunks", "50", "--hot-calls", "10",
         "--hot-rounds", "1",

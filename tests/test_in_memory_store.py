@@ -250,3 +250,13 @@ async def test_queries_and_filters_with_lone_surrogates_are_refused() -> None:
     with pytest.raises(InvalidArgument, match=r"ids\[0\]"):
         await store.delete(["\ud800"], scope=A)
     assert await store.count(scope=A) == len(DOCS)
+
+
+async def test_exact_is_accepted_and_changes_nothing_the_in_memory_store_is_exact() -> None:
+    """Code written for the durable stores' ``exact=`` runs unchanged here."""
+    store = InMemoryVectorStore(HashingEmbedder(dim=64))
+    await store.upsert(DOCS, scope=A)
+    default = await store.search("shipping time", k=3, scope=A)
+    assert await store.search("shipping time", k=3, scope=A, exact=True) == default
+    with pytest.raises(TypeError, match="exact"):
+        await store.search("shipping", k=3, scope=A, exact="yes")  # type: ignore[arg-type]

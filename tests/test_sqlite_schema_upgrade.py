@@ -23,6 +23,7 @@ import pytest
 from agentkit.kernel import Scope
 from agentkit.kernel.errors import StoreError
 from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore
+from agentkit.vector._sqlite_schema import SCHEMA_VERSION
 from agentkit.vector.sqlite import embedder_name
 
 ACME = Scope("acme", "support")
@@ -139,7 +140,7 @@ async def test_a_new_store_has_no_fts5_mirror(tmp_path: Path) -> None:
     async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=DIM)) as store:
         await store.upsert([Chunk("a", "alpha words")], scope=ACME)
     version, names = layout(db)
-    assert version == "2"
+    assert version == SCHEMA_VERSION
     assert not names & FTS_PARTS
     assert {"chunks", "meta", "generations", "chunks_gen_ai"} <= names
 
@@ -196,7 +197,7 @@ async def test_writable_open_upgrades_a_version_1_file_in_place(tmp_path: Path) 
     async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=DIM)) as store:
         assert await store.count(scope=ACME) == 3  # opening is what upgrades
         version, names = layout(db)
-        assert version == "2" and not names & FTS_PARTS
+        assert version == SCHEMA_VERSION and not names & FTS_PARTS
         # The old rows are all still there, for both searches, and writes work.
         await store.upsert([Chunk("bus", "the night bus leaves at midnight")], scope=ACME)
         await store.delete(["dog"], scope=ACME)
@@ -210,7 +211,7 @@ async def test_writable_open_upgrades_a_version_1_file_in_place(tmp_path: Path) 
     # Reopening the upgraded file (and reading it read-only) needs nothing more.
     async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=DIM), read_only=True) as st:
         assert await st.count(scope=ACME) == 3
-    assert layout(db)[0] == "2"
+    assert layout(db)[0] == SCHEMA_VERSION
 
 
 async def test_an_unknown_schema_version_is_refused_unchanged(tmp_path: Path) -> None:
@@ -223,3 +224,45 @@ async def test_an_unknown_schema_version_is_refused_unchanged(tmp_path: Path) ->
             await store.count(scope=ACME)
         await store.close()
     assert digest(db) == before
+
+
+def write_v2(path: Path) -> None:
+    """A store as version 2 left it: version 1's layout without the FTS5 mirror, and
+    generation triggers that log nothing."""
+    write_v1(path, version="2")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for name in ("chunks_ai", "chunks_ad", "chunks_au"):
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("DROP TABLE chunks_fts")
+    finally:
+        conn.close()
+
+
+async def test_a_version_2_file_gets_a_change_log_that_starts_at_its_generation(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "v2.db"
+    write_v2(db)
+    before = digest(db)
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=DIM), read_only=True) as st:
+        assert [c.id for _, c in await st.lexical_search("warm mat", k=3, scope=ACME)] == ["cat"]
+    assert digest(db) == before and layout(db)[0] == "2"
+    with sqlite3.connect(db) as conn:
+        (gen,) = conn.execute("SELECT gen FROM generations").fetchone()
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=DIM)) as store:
+        assert [c.id for _, c in await store.lexical_search("warm mat", k=3, scope=ACME)] == [
+            "cat"
+        ]
+        # Changes before the upgrade were never logged: the log starts at that generation,
+        # so an index older than it is rebuilt, never "caught up" from a log that lies.
+        with sqlite3.connect(db, isolation_level=None) as other:
+            floor = other.execute("SELECT gen FROM change_floor").fetchone()[0]
+            assert floor == gen
+            other.execute("UPDATE chunks SET text = 'zebra crossing' WHERE id = 'dog'")
+            logged = other.execute("SELECT op FROM changes ORDER BY gen").fetchall()
+            assert [op for (op,) in logged] == [0, 1]
+        hits = await store.lexical_search("zebra", k=3, scope=ACME)
+        assert [c.id for _, c in hits] == ["dog"]
+        assert await store.lexical_search("dog ball", k=3, scope=ACME) == []
+    assert layout(db)[0] == SCHEMA_VERSION

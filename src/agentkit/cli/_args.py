@@ -172,6 +172,9 @@ def build_parser() -> _Parser:
     _where.add_arguments(query, "return only")
     query.add_argument("--candidates", type=_positive, default=50, metavar="N",
                        help="hybrid: how deep each half is read before fusion (default 50)")
+    query.add_argument("--exact", action="store_true",
+                       help="dense: compare with every vector of the scope, not the "
+                       "approximate index's candidates (slower on large scopes)")
 
     imp = sub.add_parser("import", help="copy a LlamaIndex, Chroma or FAISS folder in")
     _add_globals(imp, top=False)
@@ -198,6 +201,12 @@ def build_parser() -> _Parser:
     stats = sub.add_parser("stats", help="documents, chunks, embedder, size, last write")
     _add_globals(stats, top=False)
     _stats.add_arguments(stats)
+
+    from agentkit.cli import _index
+
+    index = sub.add_parser("index", help="check or rebuild the indexes beside a SQLite store")
+    _add_globals(index, top=False)
+    _index.add_arguments(index)
 
     from agentkit.cli import _mcp_args  # the mcp subcommand's flags live with its server
 

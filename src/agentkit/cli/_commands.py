@@ -24,7 +24,7 @@ async def cmd_query(args: argparse.Namespace) -> int:
     async with open_store(args, create=False, need_vectors=not lexical_only) as store:
         items, found, total = await _query.run(
             store, args.text, k=args.k, mode=args.mode, scope=args.scope, depth=args.candidates,
-            where=where,
+            where=where, exact=args.exact,
         )
         note = None if items else await _stats.elsewhere(store, args.scope)
     if note is not None:
@@ -70,6 +70,12 @@ async def cmd_forget(args: argparse.Namespace) -> int:
 
 async def cmd_stats(args: argparse.Namespace) -> int:
     return await _stats.run(args)
+
+
+async def cmd_index(args: argparse.Namespace) -> int:
+    from agentkit.cli import _index
+
+    return await _index.run(args)
 
 
 async def cmd_mcp(args: argparse.Namespace) -> int:

@@ -154,15 +154,16 @@ class _Metered:
 
 @contextlib.contextmanager
 def index_rebuilds(enabled: bool | None = None) -> Iterator[None]:
-    """While inside, a lexical index rebuilt from many rows draws its own bar."""
-    from agentkit.vector import _lexical_index
+    """While inside, an index beside the store (lexical or dense) rebuilt from many rows
+    draws its own bar."""
+    from agentkit.vector import _derived
 
-    def report(scope: str, total: int) -> Progress:
-        return Progress(total, f"rebuild lexical index {scope}", unit="chunks", enabled=enabled)
+    def report(kind: str, scope: str, total: int) -> Progress:
+        return Progress(total, f"rebuild {kind} index {scope}", unit="chunks", enabled=enabled)
 
-    before = _lexical_index.rebuild_progress
-    _lexical_index.rebuild_progress = report
+    before = _derived.rebuild_progress
+    _derived.rebuild_progress = report
     try:
         yield
     finally:
-        _lexical_index.rebuild_progress = before
+        _derived.rebuild_progress = before

@@ -21,10 +21,31 @@ async def run(
     scope: Scope,
     depth: int,
     where: dict[str, Any] | None = None,
+    exact: bool = False,
 ) -> tuple[list[MemoryItem], HybridResult, float]:
-    memory = HybridMemory(store, mode=mode, depth=depth)
+    memory = HybridMemory(ExactSearch(store) if exact else store, mode=mode, depth=depth)
     found = await memory.search(text, k=k, ctx=Ctx(scope), where=where)
     return list(found.items), found, found.seconds
+
+
+class ExactSearch:
+    """The store with its dense search made exact (``query --exact``): every vector of
+    the scope is compared with the query instead of the approximate index's candidates.
+    Everything else passes through to the store."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    async def search(self, query: str, *, k: int, scope: Any, where: Any = None) -> Any:
+        return await self._store.search(query, k=k, scope=scope, where=where, exact=True)
+
+    async def search_by_vector(self, vector: Any, *, k: int, scope: Any, where: Any = None) -> Any:
+        return await self._store.search_by_vector(
+            vector, k=k, scope=scope, where=where, exact=True
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 def _sources(item: MemoryItem, found: HybridResult | None) -> list[str]:

@@ -25,6 +25,13 @@ def check_k(k: object) -> int:
     return k
 
 
+def check_exact(exact: object) -> bool:
+    """A store's ``exact=`` must be a real bool."""
+    if not isinstance(exact, bool):
+        raise InvalidArgumentType(f"exact must be a bool, got {type(exact).__name__}")
+    return exact
+
+
 def check_query(query: object) -> str:
     # Every retrieve through a bridge starts here: a plain ASCII str, the usual query,
     # is answered without the two calls the general check makes.

@@ -4,15 +4,19 @@ Why per scope: BM25 weighs a word by how many documents hold it. One index per
 (org, domain) means those counts come from the tenant's own documents only, so no
 tenant's writes move another's scores or ranking.
 
-Why it can be trusted: the SQLite file is the source of truth. Each scope's index
-directory has a sidecar naming the store (its ``store_id``), the scope, and the scope
-generation (the counter the SQLite triggers bump in every changing transaction) that
-the index reflects, and the analyzer version that cut its terms (an index from other
-rules counts as missing). A read compares that with the generation in its own snapshot:
+Why it can be trusted: the SQLite file is the source of truth, and these are derived
+indexes in the sense of ``_derived`` (which owns their stamps, locks, change log and
+rebuilds). Each scope's index is stamped with the store, the scope, the scope
+generation it reflects, and the analyzer version that cut its terms (an index from
+other rules counts as missing). A read compares that with the generation in its own
+snapshot:
 
 - equal or newer: the index serves (hits are re-read from the snapshot by rowid and
   scope, so a row deleted or moved meanwhile is skipped, never shown);
-- older, missing, or another store's: the scope is rebuilt from the snapshot's rows.
+- older: the index catches up by the change (the rows the log says changed since its
+  stamp are re-indexed, nothing else), or, when the log no longer reaches back that far,
+  the scope is rebuilt from the snapshot's rows;
+- missing, or another store's: the scope is rebuilt from the snapshot's rows.
   That covers a crash between the SQLite commit and the index commit (``kill -9``
   mid-ingest), a write by another program, and a file replaced under the same name.
 
@@ -27,27 +31,30 @@ index is behind it builds the scope in memory instead.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
-import json
-import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import tantivy
 
+from agentkit.vector._derived import (
+    DerivedRoot,
+    Progress,
+    changed_rowids,
+    rows_of,
+    scope_dir_name,
+    scope_rows,
+)
 from agentkit.vector._lexical_text import ANALYZER, ANALYZER_VERSION, analyzer
+
+__all__ = ["LexicalIndexes", "Staged", "scope_dir_name"]
 
 # The writer's indexing budget: a batch that outgrows it is flushed as several segments,
 # and every query pays per segment (each term looked up in each). 32 MB holds a batch of
 # a few thousand abstracts in one segment; the memory is taken only as a batch fills it.
 _HEAP = 32_000_000
-_SIDECAR = "agentkit-generation.json"
-_BATCH = 2_000
 
 
 def _schema() -> tantivy.Schema:
@@ -60,22 +67,17 @@ def _schema() -> tantivy.Schema:
 _SCHEMA = _schema()
 
 
-def scope_dir_name(bucket: tuple[str, str]) -> str:
-    """A file-name-safe name per scope; the sidecar repeats the scope to check it."""
-    raw = json.dumps(list(bucket), ensure_ascii=False).encode()
-    return hashlib.sha256(raw).hexdigest()
-
-
 class _Scope:
     """One scope's index in this process, and the generation its searcher reflects."""
 
-    __slots__ = ("gen", "index", "lock", "searcher")
+    __slots__ = ("gen", "in_memory", "index", "lock", "searcher")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.index: tantivy.Index | None = None
         self.searcher: tantivy.Searcher | None = None
         self.gen = -1
+        self.in_memory = False  # ``index`` is this process's own (a read-only store's)
 
 
 class LexicalIndexes:
@@ -83,14 +85,33 @@ class LexicalIndexes:
 
     ``store_id`` is the store's identity from its meta table; None (an old file opened
     read-only) keeps every index in memory. ``writable=False`` never touches disk.
+    ``progress`` hears how a rebuild is going (default: large ones are logged).
     """
 
-    def __init__(self, root: Path, store_id: str | None, *, writable: bool) -> None:
+    def __init__(
+        self,
+        root: Path,
+        store_id: str | None,
+        *,
+        writable: bool,
+        progress: Progress | None = None,
+    ) -> None:
         self.root = root
         self.store_id = store_id
-        self.writable = writable and store_id is not None
+        self._files = DerivedRoot(
+            root, store_id, writable=writable,
+            # Stamps from before the analyzer was recorded were all cut by version 1.
+            format={"analyzer": ANALYZER_VERSION}, legacy={"analyzer": 1},
+        )
+        self.writable = self._files.writable
+        self.progress = progress
         self._lock = threading.Lock()
         self._scopes: dict[tuple[str, str], _Scope] = {}
+
+    def folded(self, bucket: tuple[str, str]) -> int | None:
+        """The generation the scope's index on disk reflects (None: none to trust); the
+        change log is kept back to the oldest of these over every index kind."""
+        return self._files.stamp(bucket)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -108,9 +129,9 @@ class LexicalIndexes:
         """(score, rowid) best first for any of ``terms``, at ``gen`` or newer.
 
         ``conn`` is the caller's read transaction; if the index is behind it, the scope
-        is rebuilt from that snapshot first. ``only``: the few rowids the ranking is
-        restricted to (a ``where`` evaluated by the caller), applied inside the index's
-        query at no cost to the scores.
+        is caught up (or rebuilt) from that snapshot first. ``only``: the few rowids the
+        ranking is restricted to (a ``where`` evaluated by the caller), applied inside
+        the index's query at no cost to the scores.
         """
         searcher = self._searcher(conn, bucket, gen)
         clauses = [
@@ -147,30 +168,37 @@ class LexicalIndexes:
                 assert scope.searcher is not None
                 return scope.searcher
             if not self.writable:
-                scope.index = _memory_index()
-                _fill(scope.index, conn, bucket)
+                # This process's own index: caught up by the change when it has one.
+                if not (
+                    scope.in_memory and scope.index is not None and gen is not None
+                    and scope.gen >= 0 and _advance(scope.index, conn, bucket, scope.gen)
+                ):
+                    scope.index = _memory_index()
+                    scope.in_memory = True
+                    _fill(scope.index, conn, bucket, self.progress)
                 scope.index.reload()
                 scope.searcher = scope.index.searcher()
                 scope.gen = -1 if gen is None else gen
                 return scope.searcher
         assert gen is not None  # a writable store's files always count generations
         # The file lock first, then the scope's (the order writers take them in).
-        with self._file_lock(bucket), scope.lock:
+        with self._files.file_lock(bucket), scope.lock:
             # A writer that committed rows our snapshot sees held this lock until its
-            # index was down: look again before rebuilding.
+            # index was down: look again before catching up or rebuilding.
             if not self._reload(bucket, scope, gen):
-                self._rebuild(conn, bucket, scope, gen)
+                self._catch_up_to(conn, bucket, scope, gen)
             assert scope.searcher is not None
             return scope.searcher
 
     def _reload(self, bucket: tuple[str, str], scope: _Scope, gen: int) -> bool:
         """Serve from disk if the sidecar says the index holds ``gen`` or newer."""
-        on_disk = self._sidecar(bucket)
+        on_disk = self._files.stamp(bucket)
         if on_disk is None or on_disk < gen:
             return False
         try:
-            if scope.index is None or not self.writable:
-                scope.index = _disk_index(self._dir(bucket), create=False)
+            if scope.index is None or not self.writable or scope.in_memory:
+                scope.index = _disk_index(self._files.dir(bucket), create=False)
+                scope.in_memory = False
             scope.index.reload()
             scope.searcher = scope.index.searcher()
         except (OSError, ValueError):
@@ -178,24 +206,56 @@ class LexicalIndexes:
         scope.gen = on_disk
         return True
 
+    def _catch_up_to(
+        self, conn: sqlite3.Connection, bucket: tuple[str, str], scope: _Scope, gen: int
+    ) -> None:
+        """Bring the disk index to ``gen`` (``conn``'s snapshot): by the change when its
+        stamp is older and the log reaches back to it, else by a rebuild. Hold the
+        scope's file lock and its lock."""
+        on_disk = self._files.stamp(bucket)
+        if on_disk is not None and on_disk < gen:
+            try:
+                index = scope.index
+                if index is None or scope.in_memory:
+                    index = _disk_index(self._files.dir(bucket), create=False)
+                self._files.write_stamp(bucket, None)  # claim nothing while it changes
+                if _advance(index, conn, bucket, on_disk):
+                    self._files.write_stamp(bucket, gen)
+                    index.reload()
+                    scope.index, scope.in_memory = index, False
+                    scope.searcher = index.searcher()
+                    scope.gen = gen
+                    return
+            except (OSError, ValueError):
+                pass  # an unreadable index: rebuilt below
+        self._rebuild(conn, bucket, scope, gen)
+
     def _rebuild(
         self, conn: sqlite3.Connection, bucket: tuple[str, str], scope: _Scope, gen: int
     ) -> None:
-        path = self._dir(bucket)
+        path = self._files.dir(bucket)
         try:
-            index = scope.index if scope.index is not None else _disk_index(path, create=True)
-            self._write_sidecar(bucket, None)  # claim nothing while the rows change
-            _fill(index, conn, bucket)
+            index = scope.index
+            if index is None or scope.in_memory:
+                index = _disk_index(path, create=True)
+            self._files.write_stamp(bucket, None)  # claim nothing while the rows change
+            _fill(index, conn, bucket, self.progress)
         except (OSError, ValueError):
             # An unreadable directory (a crash mid-create, a foreign file): start over.
             shutil.rmtree(path, ignore_errors=True)
             index = _disk_index(path, create=True)
-            _fill(index, conn, bucket)
-        self._write_sidecar(bucket, gen)
+            _fill(index, conn, bucket, self.progress)
+        self._files.write_stamp(bucket, gen)
         index.reload()
-        scope.index = index
+        scope.index, scope.in_memory = index, False
         scope.searcher = index.searcher()
         scope.gen = gen
+
+    def rebuild(self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int) -> None:
+        """Rebuild the scope's index from ``conn``'s snapshot (at ``gen``), on request."""
+        scope = self._scope(bucket)
+        with self._files.file_lock(bucket), scope.lock:
+            self._rebuild(conn, bucket, scope, gen)
 
     # -- writes --------------------------------------------------------------------
 
@@ -205,7 +265,7 @@ class LexicalIndexes:
         if not self.writable:
             yield
             return
-        with self._file_lock(bucket):
+        with self._files.file_lock(bucket):
             yield
 
     def apply(
@@ -224,9 +284,9 @@ class LexicalIndexes:
         rewritten in place (``added`` brings those back); ``None`` means the whole scope
         went. A new row needs no delete: at ``before`` the index held no such rowid.
         An index not exactly at ``before`` (never built, or it missed a change) is
-        rebuilt from the rows now, so readers anywhere, read-only ones included, find
-        it current. A failure here loses nothing: the sidecar no longer vouches for the
-        index, so the next read rebuilds.
+        caught up by the change, or rebuilt from the rows, now, so readers anywhere,
+        read-only ones included, find it current. A failure here loses nothing: the
+        sidecar no longer vouches for the index, so the next read rebuilds.
         """
         if not self.writable or before == after:
             return
@@ -249,26 +309,27 @@ class LexicalIndexes:
         the caller's transaction), so an index not at ``before`` (a new scope's, never
         built) is simply emptied and given the changes, with no read-back of rows.
         None when the index is not exactly at ``before`` otherwise (or taking the
-        changes failed): ``finish`` then rebuilds the scope from its rows.
+        changes failed): ``finish`` then catches it up from the log or the rows.
         """
         if not self.writable:
             return None
         scope = self._scope(bucket)
         changes = contextlib.ExitStack()
         try:
-            current = self._sidecar(bucket) == before
+            current = self._files.stamp(bucket) == before
             if not current and not empty:
                 return None
             # The scope's lock only guards its fields: searches of this scope go on
             # from the current searcher while the changes are taken and the rows
             # written (one writer at a time is the file lock's job).
             with scope.lock:
-                if scope.index is None:
-                    scope.index = _disk_index(self._dir(bucket), create=not current)
+                if scope.index is None or scope.in_memory:
+                    scope.index = _disk_index(self._files.dir(bucket), create=not current)
+                    scope.in_memory = False
                 index = scope.index
             writer = changes.enter_context(_committed(index))
             if not current:
-                self._write_sidecar(bucket, None)  # claim nothing while it changes
+                self._files.write_stamp(bucket, None)  # claim nothing while it changes
                 writer.delete_all_documents()
             if removed is None:
                 writer.delete_all_documents()
@@ -306,7 +367,7 @@ class LexicalIndexes:
                 self._catch_up(conn, bucket)
                 return
             staged.changes.close()  # commits
-            self._write_sidecar(bucket, after)
+            self._files.write_stamp(bucket, after)
             scope, index = staged.scope, staged.index
             with scope.lock:
                 index.reload()
@@ -317,7 +378,7 @@ class LexicalIndexes:
             # The rows are committed; the index is only behind. Say so on disk, so
             # the next read (here or anywhere) rebuilds the scope from the rows.
             with contextlib.suppress(OSError):
-                self._write_sidecar(bucket, None)
+                self._files.write_stamp(bucket, None)
 
     @staticmethod
     def abort(staged: Staged | None) -> None:
@@ -336,7 +397,7 @@ class LexicalIndexes:
                 "SELECT gen FROM generations WHERE org = ? AND domain = ?", bucket
             ).fetchone()
             with scope.lock:
-                self._rebuild(conn, bucket, scope, 0 if row is None else int(row[0]))
+                self._catch_up_to(conn, bucket, scope, 0 if row is None else int(row[0]))
         finally:
             conn.execute("ROLLBACK")
 
@@ -348,50 +409,6 @@ class LexicalIndexes:
             if scope is None:
                 scope = self._scopes[bucket] = _Scope()
             return scope
-
-    def _dir(self, bucket: tuple[str, str]) -> Path:
-        return self.root / scope_dir_name(bucket)
-
-    @contextlib.contextmanager
-    def _file_lock(self, bucket: tuple[str, str]) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / (scope_dir_name(bucket) + ".lock"), os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
-
-    def _sidecar(self, bucket: tuple[str, str]) -> int | None:
-        try:
-            data = json.loads((self._dir(bucket) / _SIDECAR).read_text())
-        except (OSError, ValueError):
-            return None
-        if (
-            not isinstance(data, dict)
-            or data.get("store") != self.store_id
-            or data.get("scope") != list(bucket)
-            or not isinstance(data.get("gen"), int)
-            # Sidecars from before the stamp existed were all built by version 1.
-            or data.get("analyzer", 1) != ANALYZER_VERSION
-        ):
-            return None
-        return int(data["gen"])
-
-    def _write_sidecar(self, bucket: tuple[str, str], gen: int | None) -> None:
-        path = self._dir(bucket) / _SIDECAR
-        if gen is None:
-            path.unlink(missing_ok=True)
-            return
-        tmp = path.with_suffix(".tmp")
-        body = {
-            "store": self.store_id,
-            "scope": list(bucket),
-            "gen": gen,
-            "analyzer": ANALYZER_VERSION,
-        }
-        tmp.write_text(json.dumps(body, ensure_ascii=False))
-        os.replace(tmp, path)
 
 
 class _RolledBack(Exception):
@@ -443,37 +460,37 @@ def _disk_index(path: Path, *, create: bool) -> tantivy.Index:
     return index
 
 
-#: Set by the command line to show a long rebuild: called with the scope ("ORG/DOMAIN",
-#: "-" when unscoped) and its row count, it returns something with ``update(n)`` and
-#: ``close()``. Rebuilds of one batch or less are not reported.
-rebuild_progress: Callable[[str, int], Any] | None = None
-
-
-def _fill(index: tantivy.Index, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
+def _fill(
+    index: tantivy.Index,
+    conn: sqlite3.Connection,
+    bucket: tuple[str, str],
+    progress: Progress | None,
+) -> None:
     """Replace everything in ``index`` with the scope's rows in ``conn``'s snapshot."""
-    report, bar = rebuild_progress, None
-    if report is not None:
-        total = int(
-            conn.execute(
-                "SELECT count(*) FROM chunks WHERE org = ? AND domain = ?", bucket
-            ).fetchone()[0]
-        )
-        if total > _BATCH:
-            bar = report("/".join(bucket) if any(bucket) else "-", total)
-    try:
-        with _committed(index) as writer:
-            writer.delete_all_documents()
-            rows = conn.execute(
-                "SELECT rowid, text FROM chunks WHERE org = ? AND domain = ?", bucket
-            )
-            while batch := rows.fetchmany(_BATCH):
-                for rowid, text in batch:
-                    writer.add_document(_document(int(rowid), text))
-                if bar is not None:
-                    bar.update(len(batch))
-    finally:
-        if bar is not None:
-            bar.close()
+    with _committed(index) as writer:
+        writer.delete_all_documents()
+        for batch in scope_rows(conn, bucket, "text", kind="lexical", progress=progress):
+            for rowid, text in batch:
+                writer.add_document(_document(int(rowid), text))
+
+
+def _advance(
+    index: tantivy.Index, conn: sqlite3.Connection, bucket: tuple[str, str], since: int
+) -> bool:
+    """Bring ``index`` (at generation ``since``) to ``conn``'s snapshot by the change:
+    every row the log says changed since is dropped, and those that are the scope's
+    rows now are indexed again. False (``index`` untouched) when the log does not
+    reach back to ``since``."""
+    touched = changed_rowids(conn, bucket, since)
+    if touched is None:
+        return False
+    if not touched:
+        return True
+    with _committed(index) as writer:
+        writer.delete_documents_by_query(tantivy.Query.term_set_query(_SCHEMA, "rowid", touched))
+        for rowid, text in rows_of(conn, bucket, touched, "text"):
+            writer.add_document(_document(int(rowid), text))
+    return True
 
 
 @contextlib.contextmanager

@@ -1,11 +1,12 @@
 """The SQLite store's file layout: tables, triggers, and what ``meta`` records.
 
 The triggers are what make the file safe to share: every change to ``chunks``, by
-whoever makes it, bumps the scope's generation (and the file's) in the same
-transaction, which is how caches and lexical indexes anywhere know they are behind.
+whoever makes it, bumps the scope's generation (and the file's) and logs the row it
+touched in the same transaction, which is how caches and the indexes beside the file,
+anywhere, know they are behind and what to catch up on.
 ``meta`` names the schema version, the embedder whose vectors the file holds (a
 different one is refused, since mixing two models' vectors silently ruins ranking),
-and a random store id that the lexical indexes beside the file are checked against.
+and a random store id that the indexes beside the file are checked against.
 """
 
 from __future__ import annotations
@@ -19,21 +20,47 @@ from agentkit.kernel.errors import StoreError
 from agentkit.vector._embedder_id import MIX_HINT, embedder_name, same_vectors
 from agentkit.vector.port import Embedder
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
-# Version 1 kept an FTS5 mirror of ``chunks`` by triggers. Lexical search moved to the
-# tantivy indexes beside the file, so version 2 drops the mirror: it doubled the cost
-# of every write and nothing read it. A version-1 file is upgraded when opened for
-# writing (one transaction) and read as it is when opened read-only.
-_UPGRADES: dict[str, str] = {
-    "1": """
-DROP TRIGGER IF EXISTS chunks_ai;
-DROP TRIGGER IF EXISTS chunks_ad;
-DROP TRIGGER IF EXISTS chunks_au;
-DROP TABLE IF EXISTS chunks_fts;
-""",
-}
-READABLE_VERSIONS = frozenset({SCHEMA_VERSION, *_UPGRADES})
+# Every change to ``chunks`` bumps its scope's generation (and the file's) and logs the
+# row it touched under that generation, in the changing transaction: op 1 a row put
+# (inserted, or the new side of an update), 0 a row gone. A derived index at generation
+# g catches up by reading the log after g (see _derived). ``change_floor`` is how far
+# the log was pruned: an index older than that is rebuilt from the rows instead. A
+# logged generation is unique per scope; should the counters ever restart (a file whose
+# ``generations`` table was dropped), the newer entry replaces the older rather than
+# failing the user's write (indexes stamped then are rebuilt anyway).
+TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
+        SELECT org, domain, gen, new.rowid, 1 FROM generations
+        WHERE org = new.org AND domain = new.domain;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_gen_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
+        SELECT org, domain, gen, old.rowid, 0 FROM generations
+        WHERE org = old.org AND domain = old.domain;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_gen_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
+        SELECT org, domain, gen, old.rowid, 0 FROM generations
+        WHERE org = old.org AND domain = old.domain;
+    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
+        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
+    INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
+        SELECT org, domain, gen, new.rowid, 1 FROM generations
+        WHERE org = new.org AND domain = new.domain;
+    UPDATE file_generation SET gen = gen + 1;
+END;
+"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,24 +91,46 @@ CREATE TABLE IF NOT EXISTS scope_writes (
     at REAL NOT NULL,
     PRIMARY KEY (org, domain)
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-"""
+CREATE TABLE IF NOT EXISTS changes (
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    gen INTEGER NOT NULL,
+    chunk_rowid INTEGER NOT NULL,
+    op INTEGER NOT NULL,
+    PRIMARY KEY (org, domain, gen)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS change_floor (
+    org TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    gen INTEGER NOT NULL,
+    PRIMARY KEY (org, domain)
+) WITHOUT ROWID;
+""" + TRIGGERS
+
+# Version 1 kept an FTS5 mirror of ``chunks`` by triggers. Lexical search moved to the
+# tantivy indexes beside the file, so version 2 drops the mirror: it doubled the cost
+# of every write and nothing read it. Version 3 logs each change (the triggers are
+# replaced; ``SCHEMA`` already made the tables): changes made before the upgrade were
+# never logged, so every scope's log starts at its generation then. An older file is
+# upgraded when opened for writing (one transaction) and read as it is when opened
+# read-only (its indexes are then rebuilt, never caught up by change).
+_UPGRADES: dict[str, str] = {
+    "1": """
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS chunks_au;
+DROP TABLE IF EXISTS chunks_fts;
+""",
+    "2": """
+DROP TRIGGER IF EXISTS chunks_gen_ai;
+DROP TRIGGER IF EXISTS chunks_gen_ad;
+DROP TRIGGER IF EXISTS chunks_gen_au;
+""" + TRIGGERS + """
+INSERT INTO change_floor(org, domain, gen) SELECT org, domain, gen FROM generations
+    WHERE true ON CONFLICT (org, domain) DO UPDATE SET gen = max(gen, excluded.gen);
+""",
+}
+READABLE_VERSIONS = frozenset({SCHEMA_VERSION, *_UPGRADES})
 
 
 def check_meta(

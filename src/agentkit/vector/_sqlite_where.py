@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from agentkit.kernel.where import And, Field, Not, Where
-from agentkit.vector._where_columns import Mask, WhereColumns
+from agentkit.vector._where_columns import WhereColumns
 
 _INT64 = 2**63
 
@@ -155,47 +155,10 @@ def _number(value: int | float) -> int | float:
 # --- filtering inside a search: columns kept per scope and generation ---------------------
 
 
-class DenseColumns:
-    """Filter columns over the rows of each scope's cached dense matrix.
-
-    Keyed by the matrix object, the generation the search's snapshot holds and how
-    many rows it reads: rows below ``n`` of one matrix at one generation never change,
-    so the columns stay right for as long as that key is asked for.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._held: dict[tuple[str, str], tuple[int, int | None, int, WhereColumns]] = {}
-
-    def mask(
-        self,
-        bucket: tuple[str, str],
-        owner: object,
-        gen: int | None,
-        n: int,
-        row: Callable[[int], Mapping[str, Any]],
-        where: Where,
-    ) -> Mask:
-        key = (id(owner), gen, n)
-        with self._lock:
-            held = self._held.get(bucket)
-        if held is not None and held[:3] == key and gen is not None:
-            columns = held[3]
-        else:
-            columns = WhereColumns(row, n)
-            if gen is not None:
-                with self._lock:
-                    self._held[bucket] = (*key, columns)
-        return columns.mask(where)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._held.clear()
-
-
 class RowFilter:
-    """For word search: which rowids of a scope a filter admits, from columns over the
-    scope's metadata (read once per generation, raw JSON, parsed per key on demand)."""
+    """For dense and word search: which rowids of a scope a filter admits, from columns
+    over the scope's metadata (read once per generation, raw JSON, parsed per key on
+    demand)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

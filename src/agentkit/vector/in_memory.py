@@ -25,7 +25,14 @@ import numpy.typing as npt
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
 from agentkit.kernel.threads import CommitGate, run_gated
-from agentkit.kernel.validate import check_filter, check_ids, check_k, check_query, check_scope
+from agentkit.kernel.validate import (
+    check_exact,
+    check_filter,
+    check_ids,
+    check_k,
+    check_query,
+    check_scope,
+)
 from agentkit.kernel.where import Where, parse_where
 from agentkit.vector._forgetting import (
     SCAN_LIMIT,
@@ -317,8 +324,14 @@ class InMemoryVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
-        """Top-k by cosine within ``scope``, best first; ``where`` masks rows first."""
+        """Top-k by cosine within ``scope``, best first; ``where`` masks rows first.
+
+        Always exact (one product over the scope's rows, the dense top-k the SQLite
+        store's index uses for its exact parts); ``exact`` is accepted so code written
+        for the durable stores runs unchanged."""
+        check_exact(exact)
         query = check_query(query)
         k = check_k(k)
         filters = check_filter(where)
@@ -339,8 +352,10 @@ class InMemoryVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
         """``search`` for a caller that already holds the query's vector (same model)."""
+        check_exact(exact)
         k = check_k(k)
         filters = check_filter(where)
         check_scope(scope)

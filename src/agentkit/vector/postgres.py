@@ -30,7 +30,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.kernel.validate import check_filter, check_k, check_query
+from agentkit.kernel.validate import check_exact, check_filter, check_k, check_query
 from agentkit.kernel.where import Where, parse_where
 from agentkit.vector import _pg_bm25
 from agentkit.vector._embedder_id import MIX_HINT, embedder_name, same_vectors
@@ -684,16 +684,22 @@ class PostgresVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
-        """Cosine similarity (1 - cosine distance), best first, inside one scope."""
+        """Cosine similarity (1 - cosine distance), best first, inside one scope.
+
+        pgvector's HNSW index answers approximately; ``exact=True`` compares the query
+        with every row of the scope instead (no index scan), as on SQLite.
+        """
         query = check_query(query)
         k = check_k(k)
         flt = check_filter(where)
+        exact = check_exact(exact)
         check_scope(scope)
         await self._ready()
         _, embedder = self._check_vectors("search")
         vector = (await self._embed(embedder, [query]))[0]
-        return await self._search_vector(vector, k, scope, flt)
+        return await self._search_vector(vector, k, scope, flt, exact)
 
     async def search_by_vector(
         self,
@@ -702,10 +708,12 @@ class PostgresVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
         """``search`` for a caller that already holds the query's vector (same model)."""
         k = check_k(k)
         flt = check_filter(where)
+        exact = check_exact(exact)
         check_scope(scope)
         await self._ready()
         self._check_vectors("search_by_vector")
@@ -717,7 +725,7 @@ class PostgresVectorStore:
             raise InvalidArgument(f"vector must have {self.dim} values, got shape {row.shape}")
         if not np.isfinite(row).all():
             raise InvalidArgument("vector contains NaN or infinity")
-        return await self._search_vector(row, k, scope, flt)
+        return await self._search_vector(row, k, scope, flt, exact)
 
     async def _search_vector(
         self,
@@ -725,6 +733,7 @@ class PostgresVectorStore:
         k: int,
         scope: Scope,
         flt: Where | None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
         org, dom = check_scope(scope)
         pool = await self._ready()
@@ -740,10 +749,13 @@ class PostgresVectorStore:
             ).format(t=self._table, w=clause)
         else:
             # The vector is sent once (named placeholders are reused) and in binary.
+            # Exact: an ORDER BY the HNSW index cannot serve (the distance plus 0), so
+            # the planner scans the scope's rows and sorts by the true distance.
+            order = "(embedding <=> %(q)s) + 0" if exact else "embedding <=> %(q)s"
             stmt = sql.SQL(
                 "SELECT 1 - (embedding <=> %(q)s) AS score, id, text, metadata FROM {t}"
                 " WHERE org_id = %(org)s AND domain_id = %(dom)s{w}"
-                " ORDER BY embedding <=> %(q)s LIMIT %(limit)s"
+                " ORDER BY " + order + " LIMIT %(limit)s"
             ).format(t=self._table, w=clause)
         base = {"q": vector, "org": org, "dom": dom, **params}
 

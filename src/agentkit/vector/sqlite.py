@@ -2,10 +2,11 @@
 
 Rows live in ``chunks`` keyed by (org, domain, id); vectors are float32 blobs. This
 module is the store itself: its connections, its writer thread and reader pool, and
-the ports. Each other idea has its own module: the file layout, triggers and embedder
-record (_sqlite_schema), the per-scope vector cache checked against generations
-(_sqlite_cache), the per-scope matrix and dense top-k shared with the in-memory store
-(_scope_matrix), the lexical indexes (_lexical_index) and their analyzer (_lexical_text).
+the ports. Each other idea has its own module: the file layout, triggers, change log
+and embedder record (_sqlite_schema), how every index beside the file is stamped,
+caught up by the change and rebuilt (_derived), the dense indexes (_dense_index, whose
+exact parts use the dense top-k shared with the in-memory store, _scope_matrix), the
+lexical indexes (_lexical_index) and their analyzer (_lexical_text).
 
 Threading: writes run on one dedicated thread that owns the writing connection; reads
 run on a small pool of threads, each read on a connection of its own inside one read
@@ -14,13 +15,14 @@ in turn and never gives one scope every thread, so one tenant's slow queries do 
 hold up another's. The event loop never blocks. The store embeds on
 the event loop's side (the embedder offloads itself).
 
-Freshness: triggers bump a per-scope generation (and a file-wide one) in the same
-transaction as any change to ``chunks``, whoever makes it: this store, another store
-object, another process, a plain ``sqlite3`` script. A cached scope matrix carries the
-generation it reflects; a read uses it only if the generation it reads inside its own
-transaction is the same, and otherwise loads the scope from that transaction. So a
-cached matrix is never stale and never wrong about whose row it is, and the text of a
-hit is read in the same transaction, constrained by scope and id.
+Freshness: triggers bump a per-scope generation (and a file-wide one) and log the
+changed row in the same transaction as any change to ``chunks``, whoever makes it: this
+store, another store object, another process, a plain ``sqlite3`` script. Dense search
+reads the scope's memory-mapped base in ``<file>.dense/`` plus the rows changed since
+it, from the log, in the read's own transaction (see _dense_index), so it is never
+stale, costs a foreign write about one row's work, and holds no per-process copy of a
+scope. The text of a hit is read in the same transaction, constrained by scope and
+rowid. Writers fold a grown delta into a new base in the background.
 
 Lexical search: BM25 in tantivy, one index per scope in ``<file>.lexical/`` (see
 _lexical_index), so a tenant's word statistics come from its own documents only. The
@@ -41,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import queue
 import sqlite3
@@ -57,8 +60,17 @@ import numpy.typing as npt
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
 from agentkit.kernel.threads import CommitGate, run_gated
-from agentkit.kernel.validate import check_filter, check_ids, check_k, check_query, check_scope
+from agentkit.kernel.validate import (
+    check_exact,
+    check_filter,
+    check_ids,
+    check_k,
+    check_query,
+    check_scope,
+)
 from agentkit.kernel.where import Where, parse_where
+from agentkit.vector._dense_index import DenseIndexes
+from agentkit.vector._derived import Progress, changed_rowids, prune_log
 from agentkit.vector._embedder_id import embedder_name as embedder_name
 from agentkit.vector._fair_pool import FairPool
 from agentkit.vector._forgetting import (
@@ -69,9 +81,6 @@ from agentkit.vector._forgetting import (
 )
 from agentkit.vector._lexical_index import LexicalIndexes, Staged
 from agentkit.vector._lexical_text import query_terms
-from agentkit.vector._scope_matrix import top_k
-from agentkit.vector._sqlite_cache import Scope as _CachedScope
-from agentkit.vector._sqlite_cache import ScopeCache, metadata
 from agentkit.vector._sqlite_schema import (
     SCHEMA,
     check_meta,
@@ -80,11 +89,12 @@ from agentkit.vector._sqlite_schema import (
     store_id,
     touch,
 )
-from agentkit.vector._sqlite_where import DenseColumns, RowFilter, compile_sqlite
+from agentkit.vector._sqlite_where import RowFilter, compile_sqlite
 from agentkit.vector.port import Chunk, Embedder, check_chunks
-from agentkit.vector.stats import ScopeStats, StoreStats, bytes_under, scope_of
+from agentkit.vector.stats import IndexStatus, ScopeStats, StoreStats, bytes_under, scope_of
 
 _T = TypeVar("_T")
+_log = logging.getLogger("agentkit.vector")
 _MAX_WINDOW = 1 << 30
 # A where admitting at most this many of a scope's rows goes into the word index's
 # query as that many rowid terms (measured: 0.3 ms for 100 at 100k rows, 7 ms for 1,000;
@@ -159,6 +169,9 @@ class SQLiteVectorStore:
         create: Whether a missing file may be created.
         read_only: Open an existing store without changing anything.
         readers: How many reads may run at once.
+        progress: Told ``(what, done, total)`` while an index beside the file is
+            rebuilt from the rows (first use, after damage or an upgrade); by default
+            large rebuilds are logged on ``agentkit.vector``.
 
     Raises:
         InvalidArgumentType: A non-path ``path``, an embedder without an int ``dim``, or a
@@ -174,6 +187,7 @@ class SQLiteVectorStore:
         create: bool = True,
         read_only: bool = False,
         readers: int = _READERS,
+        progress: Progress | None = None,
     ) -> None:
         if not isinstance(path, (str, Path)):
             raise InvalidArgumentType(f"path must be a str or Path, got {type(path).__name__}")
@@ -198,13 +212,14 @@ class SQLiteVectorStore:
         self._opened: Future[None] | None = None
         self._open_lock = threading.Lock()
         self._closed = False
-        # The caches below are shared by the writer and the reader threads.
-        self._cache_lock = threading.Lock()
-        self._cache = ScopeCache(self._dim)
-        # where filters inside a search: columns over the dense rows, rowids for words
-        self._dense_columns = DenseColumns()
+        self._cache_lock = threading.Lock()  # guards the reader connection list
+        self._progress = progress
+        # which rowids a where admits, per scope generation (dense and word search)
         self._row_filter = RowFilter()
         self._lexical: LexicalIndexes | None = None
+        self._dense: DenseIndexes | None = None
+        self._folding: dict[tuple[str, str], threading.Thread] = {}  # folds under way
+        self._written: set[tuple[str, str]] = set()  # scopes to fold before closing
         self._generations = True  # False: a read_only file from before they existed
 
     def __repr__(self) -> str:
@@ -360,15 +375,22 @@ class SQLiteVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
-        """Cosine similarity over the scope's vectors, best first."""
+        """Cosine similarity over the scope's vectors, best first.
+
+        Large scopes are searched approximately (an HNSW graph, candidates rescored by
+        their stored vectors; recall@10 about 0.97, see docs); ``exact=True`` compares
+        the query with every vector of the scope (that ``where`` admits).
+        """
         query = check_query(query)
         k = check_k(k)
         bucket = _bucket(scope)
         flt = check_filter(where)
+        exact = check_exact(exact)
         embedder = self._need_embedder("search")
         vector = np.asarray(await embedder.embed([query]), dtype=np.float32).reshape(-1)
-        return await self._read(bucket, self._search_sync, bucket, vector, k, flt)
+        return await self._read(bucket, self._search_sync, bucket, vector, k, flt, exact)
 
     async def search_by_vector(
         self,
@@ -377,14 +399,16 @@ class SQLiteVectorStore:
         k: int,
         scope: Scope,
         where: Mapping[str, Any] | None = None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
         """``search`` for a caller that already holds the query's vector (same model)."""
         k = check_k(k)
         bucket = _bucket(scope)
         flt = check_filter(where)
+        exact = check_exact(exact)
         dim = self._need_embedder("search_by_vector").dim
         query = _unit_vector(vector, dim)
-        return await self._read(bucket, self._search_sync, bucket, query, k, flt)
+        return await self._read(bucket, self._search_sync, bucket, query, k, flt, exact)
 
     async def lexical_search(
         self,
@@ -411,8 +435,8 @@ class SQLiteVectorStore:
     async def delete(self, ids: Sequence[str], *, scope: Scope) -> int:
         """Remove ``ids`` from the scope's bucket; unknown ids are ignored. How many went.
 
-        Gone at once from dense and word search, from this store's cache, and from
-        every other connection's next read (the scope's generation moves).
+        Gone at once from dense and word search, here and in every other connection's
+        next read (the scope's generation moves and the change is logged).
         """
         bucket = _bucket(scope)
         wanted = check_ids(ids)
@@ -481,7 +505,9 @@ class SQLiteVectorStore:
         """
         embedder, dim, scopes = await self._read(None, _stats)
         files = [self.path.with_name(self.path.name + s) for s in ("", "-wal", "-shm")]
-        size = await asyncio.to_thread(bytes_under, [*files, self._lexical_root()])
+        size = await asyncio.to_thread(
+            bytes_under, [*files, self._lexical_root(), self._dense_root()]
+        )
         return StoreStats(
             kind="sqlite",
             location=str(self.path),
@@ -490,6 +516,27 @@ class SQLiteVectorStore:
             bytes_on_disk=size,
             scopes=scopes,
         )
+
+    async def check_indexes(self) -> list[IndexStatus]:
+        """The state of every scope's lexical and dense index beside the file (see
+        IndexStatus); reads only."""
+        return await self._read(None, self._check_sync)
+
+    async def rebuild_indexes(self, *, scope: Scope | None = None) -> int:
+        """Rebuild the lexical and dense indexes of ``scope`` (None: every scope) from
+        the rows, reporting to ``progress``; how many scopes were rebuilt. Reads go on
+        meanwhile (each index is swapped in whole). Not on a read-only store."""
+        if self._read_only:
+            raise StoreError(f"store {str(self.path)!r} is open read_only; cannot rebuild")
+        wanted = None if scope is None else _bucket(scope)
+        buckets = await self._read(None, self._scopes_sync)
+        done = 0
+        for bucket in buckets:
+            if wanted is not None and bucket != wanted:
+                continue
+            await self._read(bucket, self._rebuild_sync, bucket)
+            done += 1
+        return done
 
     async def get(self, ids: Sequence[str], *, scope: Scope) -> list[Chunk]:
         """The stored chunks among ``ids``, in the order asked; missing ids are skipped."""
@@ -605,7 +652,13 @@ class SQLiteVectorStore:
                 conn.execute(statement)
             check_meta(conn, self.path, self.embedder)
             conn.execute("COMMIT")
-            self._lexical = LexicalIndexes(self._lexical_root(), store_id(conn), writable=True)
+            sid = store_id(conn)
+            self._lexical = LexicalIndexes(
+                self._lexical_root(), sid, writable=True, progress=self._progress
+            )
+            self._dense = DenseIndexes(
+                self._dense_root(), sid, self._dim(conn), writable=True, progress=self._progress
+            )
         except sqlite3.DatabaseError as exc:
             _rollback(conn)
             conn.close()
@@ -643,7 +696,13 @@ class SQLiteVectorStore:
         # A file no writer of this version has opened yet has no generation counters:
         # its scopes are then read afresh each time instead of cached.
         self._generations = {"generations", "file_generation"} <= tables
-        self._lexical = LexicalIndexes(self._lexical_root(), store_id(conn), writable=False)
+        sid = store_id(conn)
+        self._lexical = LexicalIndexes(
+            self._lexical_root(), sid, writable=False, progress=self._progress
+        )
+        self._dense = DenseIndexes(
+            self._dense_root(), sid, self._dim(conn), writable=False, progress=self._progress
+        )
         self._conn = conn
 
     def _lexical_root(self) -> Path:
@@ -654,15 +713,37 @@ class SQLiteVectorStore:
             raise StoreError(f"store {str(self.path)!r} is not open")
         return self._lexical
 
+    def _dense_root(self) -> Path:
+        return self.path.with_name(self.path.name + ".dense")
+
+    def _dense_indexes(self) -> DenseIndexes:
+        if self._dense is None:
+            raise StoreError(f"store {str(self.path)!r} is not open")
+        return self._dense
+
+    def _folded(self, bucket: tuple[str, str]) -> int | None:
+        """The oldest generation any index of the scope is stamped at (None: one has no
+        stamp): the change log is kept from there on."""
+        stamps = [self._lex().folded(bucket), self._dense_indexes().folded(bucket)]
+        return None if None in stamps else min(s for s in stamps if s is not None)
+
     def _close_sync(self) -> None:
+        for thread in list(self._folding.values()):
+            thread.join()
+        # What this store wrote is folded before it goes, so the next process (a
+        # read-only CLI query, which never writes an index) maps a current base
+        # rather than reading the rows since from the log.
+        if self._dense is not None and self._conn is not None:
+            for bucket in sorted(self._written):
+                with contextlib.suppress(Exception):
+                    self._fold_if_grown(bucket, at_least=self._dense.fold_at // 4, wait=True)
+        self._written.clear()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        self._cache.clear()
-        self._dense_columns.clear()
         self._row_filter.clear()
 
-    # -- the vector cache --------------------------------------------------------------
+    # -- generations -------------------------------------------------------------------
 
     def _generation(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> int | None:
         """The scope's generation in ``conn``'s snapshot; None when the file has none."""
@@ -685,20 +766,9 @@ class SQLiteVectorStore:
         db = self._db()
         lexical = self._lex()
         with self._begin(db, bucket):
-            before, after, rowids, staged = self._upsert_rows(db, bucket, writes, gate)
+            before, after, _, staged = self._upsert_rows(db, bucket, writes, gate)
             lexical.finish(staged, bucket, before, after, db)
-
-        def apply(index: _CachedScope) -> None:
-            if writes:
-                index.put_many(
-                    [w[0] for w in writes],
-                    [[rowid, w[2]] for rowid, w in zip(rowids, writes, strict=True)],
-                    np.stack([w[3] for w in writes]).astype(np.float32),
-                )
-
-        self._cache.patch(
-            bucket, before, after, lambda index: any(w[0] in index.pos for w in writes), apply
-        )
+        self._fold_if_grown(bucket)
 
     @contextlib.contextmanager
     def _begin(self, db: sqlite3.Connection, bucket: tuple[str, str]) -> Iterator[None]:
@@ -765,6 +835,7 @@ class SQLiteVectorStore:
                 found = {**_rowids(db, bucket, ids), **held}
                 rowids = [found[cid] for cid in ids]
             touch(db, bucket)
+            prune_log(db, bucket, self._folded(bucket))
             after = scope_generation(db, bucket)
             _commit_unless(db, gate)
         except sqlite3.Error as exc:
@@ -835,6 +906,7 @@ class SQLiteVectorStore:
                 removed = len(rowids)
                 if removed:
                     touch(db, bucket)
+                    prune_log(db, bucket, self._folded(bucket))
                 after = scope_generation(db, bucket)
                 _commit_unless(db, gate)
             except sqlite3.Error as exc:
@@ -846,15 +918,84 @@ class SQLiteVectorStore:
                 _rollback(db)
                 raise
             self._lex().apply(bucket, before, after, [], None if ids is None else rowids, db)
-
-        def apply(index: _CachedScope) -> None:
-            for cid in list(index.ids) if ids is None else ids:
-                index.remove(cid)
-
-        self._cache.patch(bucket, before, after, lambda index: True, apply)
+        self._fold_if_grown(bucket)
         return removed
 
+    def _fold_if_grown(
+        self, bucket: tuple[str, str], *, at_least: int | None = None, wait: bool = False
+    ) -> None:
+        """Fold the scope's dense delta into a new base once the log since the base
+        holds ``at_least`` changes (default ``fold_at``): on a thread of its own (a
+        large scope's fold takes a while, and reads go on from the old base meanwhile),
+        or here when ``wait``. Runs on the writer thread."""
+        dense = self._dense_indexes()
+        if not dense.files.writable:
+            return
+        self._written.add(bucket)
+        if bucket in self._folding:
+            return
+        folded = dense.folded(bucket)
+        behind = self._db().execute(
+            "SELECT count(*) FROM changes WHERE org = ? AND domain = ? AND gen > ?",
+            (*bucket, -1 if folded is None else folded),
+        ).fetchone()[0]
+        if behind < max(1, dense.fold_at if at_least is None else at_least):
+            return
+
+        def fold(conn: sqlite3.Connection) -> None:
+            dense.fold(conn, bucket, scope_generation(conn, bucket))
+
+        if wait:
+            self._in_snapshot(fold)
+            return
+
+        def run() -> None:
+            try:
+                self._in_snapshot(fold)
+            except Exception:  # a derived index: the next fold or read rebuilds it
+                _log.warning("folding the dense index of %s/%s failed", *bucket, exc_info=True)
+            finally:
+                self._folding.pop(bucket, None)
+
+        # Not a daemon: a process leaving without close() finishes the fold first
+        # rather than tearing the interpreter down under it.
+        thread = threading.Thread(target=run, name="agentkit-sqlite-fold")
+        self._folding[bucket] = thread
+        thread.start()
+
     # -- reader-thread side --------------------------------------------------------------
+
+    @staticmethod
+    def _scopes_sync(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+        rows = conn.execute("SELECT DISTINCT org, domain FROM chunks ORDER BY org, domain")
+        return [(str(o), str(d)) for o, d in rows]
+
+    def _rebuild_sync(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> None:
+        gen = scope_generation(conn, bucket)
+        self._lex().rebuild(conn, bucket, gen)
+        self._dense_indexes().rebuild(conn, bucket, gen)
+
+    def _check_sync(self, conn: sqlite3.Connection) -> list[IndexStatus]:
+        out: list[IndexStatus] = []
+        dense = self._dense_indexes()
+        for bucket in self._scopes_sync(conn):
+            gen = self._generation(conn, bucket) or 0
+            scope = scope_of(*bucket)
+            for kind, stamp in (
+                ("lexical", self._lex().folded(bucket)), ("dense", dense.folded(bucket))
+            ):
+                if stamp is None:
+                    state = "missing"
+                elif kind == "dense" and not dense.readable(bucket):
+                    state = "damaged"
+                elif stamp >= gen:
+                    state = "current"
+                elif changed_rowids(conn, bucket, stamp) is None:
+                    state = "stale"
+                else:
+                    state = "behind"
+                out.append(IndexStatus(scope, kind, gen, stamp, state))
+        return out
 
     def _search_sync(
         self,
@@ -863,42 +1004,35 @@ class SQLiteVectorStore:
         vector: npt.NDArray[np.float32],
         k: int,
         where: Where | None,
+        exact: bool = False,
     ) -> list[tuple[float, Chunk]]:
-        gen = self._generation(conn, bucket)
-        index, n = self._cache.pin(conn, bucket, gen)
-        try:
-            mask = None
-            if where is not None and n:
-                mask = self._dense_columns.mask(
-                    bucket, index, gen, n, lambda i: metadata(index, i), where
-                )
-            return self._top(conn, bucket, index, n, vector, k, mask)
-        finally:
-            self._cache.unpin(index)
+        """The scope's dense index at this snapshot, then the hits' rows from it.
 
-    def _top(
-        self,
-        conn: sqlite3.Connection,
-        bucket: tuple[str, str],
-        index: _CachedScope,
-        n: int,
-        vector: npt.NDArray[np.float32],
-        k: int,
-        mask: npt.NDArray[np.bool_] | None,
-    ) -> list[tuple[float, Chunk]]:
-        """The shared dense top-k over the cached rows ``mask`` admits (a ``where``
-        evaluated on their columns, so the k come from matching rows only), then their
-        text from ``conn``."""
-        top = top_k(index.vectors, n, vector, k, mask)
-        rowids: list[int] = [index.payloads[i][0] for _, i in top]
-        texts = _texts(
-            conn, bucket, [(r, index.ids[i]) for r, (_, i) in zip(rowids, top, strict=True)]
-        )
-        return [
-            (score, Chunk(index.ids[i], texts[rowid], metadata(index, i)))
-            for rowid, (score, i) in zip(rowids, top, strict=True)
-            if math.isfinite(score) and rowid in texts
-        ]
+        A ``where`` becomes the rowids it admits, which the index searches among (so
+        the k come from matching rows only). A hit the snapshot no longer holds (the
+        index ran ahead of it) is skipped, and the index asked for more.
+        """
+        gen = self._generation(conn, bucket)
+        allowed = None
+        if where is not None:
+            allowed, _ = self._row_filter.admitted(conn, bucket, gen, where)
+            if not allowed.size:
+                return []
+        dense = self._dense_indexes()
+        out: list[tuple[float, Chunk]] = []
+        want = k
+        while True:
+            if gen is None:  # a read-only file from before generations: nothing to trust
+                ranked = dense.search_rows(conn, bucket, vector, want, allowed=allowed)
+            else:
+                ranked = dense.search(
+                    conn, bucket, gen, vector, want, exact=exact, allowed=allowed
+                )
+            out.clear()
+            self._collect(conn, ranked, bucket, k, where, out)
+            if len(out) >= k or len(ranked) < want:
+                return out
+            want *= 2
 
     def _lexical_sync(
         self,

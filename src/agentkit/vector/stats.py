@@ -89,3 +89,22 @@ def bytes_under(paths: Iterable[Path]) -> int:
                 except OSError:
                     continue
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """One index beside an embedded store, for one scope: ``agentkit-memory index check``.
+
+    ``kind`` is ``"lexical"`` or ``"dense"``; ``generation`` the scope's rows' generation
+    and ``indexed`` the one the index reflects (None: no index to trust). ``state``:
+    ``"current"``; ``"behind"`` (the next read catches it up by the change);
+    ``"stale"`` (older than the change log reaches: the next read rebuilds it);
+    ``"missing"`` (never built, removed, or from another store or format: built on the
+    next read); ``"damaged"`` (named files unreadable: rebuilt on the next read).
+    """
+
+    scope: Scope
+    kind: str
+    generation: int
+    indexed: int | None
+    state: str
