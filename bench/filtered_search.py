@@ -85,9 +85,9 @@ class Vectors:
         return await self._fallback.embed(texts)
 
 
-def data(n: int, dim: int, queries: int, seed: int = 11) -> tuple[
-    list[Chunk], npt.NDArray[np.float32], npt.NDArray[np.float32], list[str]
-]:
+def data(
+    n: int, dim: int, queries: int, seed: int = 11
+) -> tuple[list[Chunk], npt.NDArray[np.float32], npt.NDArray[np.float32], list[str]]:
     rng = np.random.default_rng(seed)
     vocab = [f"w{i}" for i in range(5000)]
     words = (rng.zipf(1.3, size=n * 12) - 1) % len(vocab)
@@ -121,8 +121,15 @@ async def timed(call: Callable[[int], Awaitable[list[Any]]], queries: int) -> li
     return out
 
 
-async def measure(name: str, store: Any, qvecs: Any, qtext: list[str], queries: int,
-                  results: dict[str, float], matching: dict[str, int]) -> None:
+async def measure(
+    name: str,
+    store: Any,
+    qvecs: Any,
+    qtext: list[str],
+    queries: int,
+    results: dict[str, float],
+    matching: dict[str, int],
+) -> None:
     """Unfiltered and filtered p50 per half, paired query by query (same queries)."""
     halves: dict[str, Callable[[int, dict[str, Any] | None], Awaitable[list[Any]]]] = {
         "dense": lambda q, w: store.search_by_vector(qvecs[q], k=K, scope=SCOPE, where=w),
@@ -154,8 +161,9 @@ async def measure(name: str, store: Any, qvecs: Any, qtext: list[str], queries: 
         print(line)
 
 
-async def pgvector_floor(store: PostgresVectorStore, qvecs: Any, queries: int,
-                         results: dict[str, float]) -> None:
+async def pgvector_floor(
+    store: PostgresVectorStore, qvecs: Any, queries: int, results: dict[str, float]
+) -> None:
     """pgvector's own dense queries in plain SQL beside the store's, query by query."""
     import psycopg
     from pgvector.psycopg import register_vector_async  # type: ignore[import-untyped]
@@ -173,9 +181,13 @@ async def pgvector_floor(store: PostgresVectorStore, qvecs: Any, queries: int,
         await conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false)")
         times: dict[str, dict[str, list[float]]] = {}
         for label, bound in plain.items():
-            where = sql.SQL("") if bound is None else sql.SQL(
-                " WHERE metadata -> 'bucket' < {}::jsonb"
-            ).format(sql.Literal(str(bound)))
+            where = (
+                sql.SQL("")
+                if bound is None
+                else sql.SQL(" WHERE metadata -> 'bucket' < {}::jsonb").format(
+                    sql.Literal(str(bound))
+                )
+            )
             stmt = own.format(t=sql.Identifier(store.collection), w=where)
             flt = FILTERS.get(label)
             pair = times[label] = {"ours": [], "own": []}
@@ -190,8 +202,10 @@ async def pgvector_floor(store: PostgresVectorStore, qvecs: Any, queries: int,
                     pair["ours"].append((t1 - t0) * 1000)
                     pair["own"].append((t2 - t1) * 1000)
     base = {side: p50(times["unfiltered"][side]) for side in ("ours", "own")}
-    line = (f"  postgres dense, paired with pgvector's own SQL (ef_search {ef}, relaxed_order):"
-            f" unfiltered ours {base['ours']:.2f} / own {base['own']:.2f} ms")
+    line = (
+        f"  postgres dense, paired with pgvector's own SQL (ef_search {ef}, relaxed_order):"
+        f" unfiltered ours {base['ours']:.2f} / own {base['own']:.2f} ms"
+    )
     results["postgres_dense_own_unfiltered_p50_ms"] = base["own"]
     for label in FILTERS:
         ours, mine = p50(times[label]["ours"]), p50(times[label]["own"])
@@ -200,9 +214,11 @@ async def pgvector_floor(store: PostgresVectorStore, qvecs: Any, queries: int,
         results[f"postgres_dense_own_{key}_p50_ms"] = mine
         results[f"postgres_dense_own_{key}_ratio"] = floor
         results[f"postgres_dense_{key}_vs_own_ratio"] = ours / mine
-        line += (f"\n    {label}: ours {ours:.2f} ms ({ours / base['ours']:.2f}x ours unfiltered)"
-                 f" | own {mine:.2f} ms ({floor:.2f}x own unfiltered: the floor)"
-                 f" | ours/own filtered {ours / mine:.2f}x")
+        line += (
+            f"\n    {label}: ours {ours:.2f} ms ({ours / base['ours']:.2f}x ours unfiltered)"
+            f" | own {mine:.2f} ms ({floor:.2f}x own unfiltered: the floor)"
+            f" | ours/own filtered {ours / mine:.2f}x"
+        )
     print(line)
 
 
@@ -230,8 +246,7 @@ async def stores(args: argparse.Namespace, results: dict[str, float]) -> None:
                 t0 = time.perf_counter()
                 for start in range(0, len(chunks), 10_000):
                     await sqlite.upsert(chunks[start : start + 10_000], scope=SCOPE)
-                print(f"  sqlite: loaded {args.n:,} records in "
-                      f"{time.perf_counter() - t0:.1f} s")
+                print(f"  sqlite: loaded {args.n:,} records in {time.perf_counter() - t0:.1f} s")
                 await measure("sqlite", sqlite, qvecs, qtext, args.queries, results, matching)
     if args.no_postgres:
         return
@@ -280,12 +295,17 @@ def langchain(args: argparse.Namespace, results: dict[str, float]) -> None:
         ours.add_texts(texts, metas, ids=ids)
         client = chromadb.EphemeralClient()
         chroma = Chroma(
-            collection_name=f"c{uuid.uuid4().hex[:8]}", embedding_function=Fixed(),
-            client=client, collection_metadata={"hnsw:space": "cosine"},
+            collection_name=f"c{uuid.uuid4().hex[:8]}",
+            embedding_function=Fixed(),
+            client=client,
+            collection_metadata={"hnsw:space": "cosine"},
         )
         for start in range(0, len(texts), 5000):
-            chroma.add_texts(texts[start : start + 5000], metas[start : start + 5000],
-                             ids=ids[start : start + 5000])
+            chroma.add_texts(
+                texts[start : start + 5000],
+                metas[start : start + 5000],
+                ids=ids[start : start + 5000],
+            )
         queries = [q.tolist() for q in qvecs]
         sides = {"ours": ours, "chroma": chroma}
         for side in sides.values():  # warm, and check the answers agree
@@ -330,8 +350,10 @@ def main() -> None:
     ap.add_argument("--no-langchain", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    print(f"filtered search: {args.n:,} records x {args.dim} dims, k={K}, "
-          f"{args.queries} queries per line")
+    print(
+        f"filtered search: {args.n:,} records x {args.dim} dims, k={K}, "
+        f"{args.queries} queries per line"
+    )
     results: dict[str, float] = {}
     asyncio.run(stores(args, results))
     if not args.no_langchain:
