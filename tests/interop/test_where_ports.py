@@ -23,7 +23,7 @@ from langchain_qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient, models
 
 from agentkit.kernel import Scope
-from agentkit.kernel.errors import UnsupportedOperation
+from agentkit.kernel.errors import StoreError, UnsupportedOperation
 from agentkit.kernel.where import parse_where
 from agentkit.vector import Chunk, HashingEmbedder
 
@@ -52,6 +52,7 @@ FILTERS: dict[str, dict[str, Any]] = {
     "str-order": {"name": {"$gt": "m"}},
     "range-and": {"$and": [{"year": {"$gte": 2018}}, {"year": {"$lte": 2021}}],
                   "pinned": True},
+    "and-ne": {"$and": [{"team": {"$ne": "logistics"}}, {"name": {"$ne": "zulu"}}]},
 }
 # What each store cannot state exactly: the operator its refusal must name.
 REFUSED: dict[str, dict[str, str]] = {
@@ -185,8 +186,10 @@ LI_FILTERS: dict[str, dict[str, Any]] = {
     label: where for label, where in FILTERS.items() if "pinned" not in repr(where)
 }
 LI_REFUSED: dict[str, dict[str, str]] = {
-    "li-simple": {"gte": "$gte", "or": "$or", "not": "$not", "exists": "$exists",
-                  "str-order": "$gt", "in-mixed": "$in", "int-finds-float": "$in"},
+    # SimpleVectorStore (llama-index-core 0.14): one flat list of EQ NE GT GTE LT LTE
+    # IN NIN, compared with Python's operators; no nested groups beside the scope's
+    # tests (so no $or, no $not of an ordering), and IS_EMPTY also counts "" and [].
+    "li-simple": {"or": "$or", "not": "$not", "exists": "$exists"},
     "li-chroma": {"not": "$not", "exists": "$exists", "str-order": "$gt"},
     "li-qdrant": {"exists": "$exists", "str-order": "$gt"},
 }
@@ -239,3 +242,61 @@ async def test_llamaindex_operator_spellings_never_reach_another_tenant(
         except UnsupportedOperation:
             continue  # refused by name, never widened (the simple store's $gte, $or)
         assert {c.id for _, c in hits} <= {"m"}
+
+
+async def test_the_simple_store_answers_orderings_whatever_another_tenant_stores() -> None:
+    """Its filter compares with Python's ``<``, on every node, so another tenant's
+    string where a number is wanted raises inside the store: the port then asks again
+    with the orderings left to its re-check, the same answer, and no error that
+    depends on what another scope stores. A bool twin of 1 is never taken for 1."""
+    vp, _ = _li_simple()
+    await vp.upsert([Chunk("m1", "ledger a", {"year": 2021}),
+                     Chunk("m2", "ledger b", {"year": True}),
+                     Chunk("m3", "ledger c", {"year": 2010})], scope=ACME)
+    for where, expected in (({"year": {"$gte": 2020}}, {"m1"}),
+                            ({"year": {"$gte": 1, "$lte": 2015}}, {"m3"}),
+                            ({"year": {"$in": [1, 2021.0]}}, {"m1"})):
+        alone = {c.id for _, c in await vp.search("ledger", k=5, scope=ACME, where=where)}
+        assert alone == expected, where
+    await vp.upsert([Chunk("g", "ledger d", {"year": "2021"})], scope=GLOBEX)
+    for where, expected in (({"year": {"$gte": 2020}}, {"m1"}),
+                            ({"year": {"$gte": 1, "$lte": 2015}}, {"m3"})):
+        hits = await vp.search("ledger", k=5, scope=ACME, where=where)
+        assert {c.id for _, c in hits} == expected, where
+        assert len(await vp.search("ledger", k=1, scope=ACME, where=where)) == 1
+
+
+def _li_faiss() -> Any:
+    from agentkit_llamaindex import LlamaIndexVectorPort
+    from llama_index.vector_stores.faiss import FaissVectorStore
+
+    store = FaissVectorStore(faiss_index=faiss.IndexFlatL2(DIM))
+    return LlamaIndexVectorPort.from_vector_store(store, embed_model=_li_embedding())
+
+
+async def test_a_store_that_cannot_filter_answers_every_filter_exactly_or_not_at_all() -> None:
+    """LlamaIndex's FaissVectorStore takes no filters: scoped use is refused outright,
+    and unscoped, every where -- plain or with operators -- is applied by the port
+    while it reads the ranking to the end, so search finds exactly what the reference
+    evaluator admits and delete_where deletes exactly what that search found."""
+    vp = _li_faiss()
+    with pytest.raises(StoreError, match="FaissVectorStore"):
+        await vp.search("ledger", k=5, scope=ACME, where={"year": {"$gte": 2020}})
+    unscoped = Scope()
+    chunks = [Chunk(cid, f"ledger entry {cid}", meta) for cid, meta in RECORDS]
+    await vp.upsert(chunks, scope=unscoped)
+    for label, where in {**FILTERS, "eq-op": {"team": {"$eq": "billing"}},
+                         "plain": {"team": "billing"}}.items():
+        tree = parse_where(where)
+        assert tree is not None
+        expected = {cid for cid, meta in RECORDS if tree.matches(meta)}
+        hits = await vp.search("ledger entry", k=20, scope=unscoped, where=where)
+        assert {c.id for _, c in hits} == expected, label
+        few = await vp.search("ledger entry", k=1, scope=unscoped, where=where)
+        assert len(few) == min(1, len(expected)), label
+    where = {"$or": [{"year": {"$lt": 2019}}, {"team": {"$exists": False}}]}
+    found = {c.id for _, c in await vp.search("ledger", k=20, scope=unscoped, where=where)}
+    assert found == {"r1", "r5"}
+    assert await vp.delete_where(where, scope=unscoped) == len(found)
+    left = {c.id for c in await vp.scan(scope=unscoped)}
+    assert left == {cid for cid, _ in RECORDS} - found

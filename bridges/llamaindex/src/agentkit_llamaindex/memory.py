@@ -142,7 +142,9 @@ class _IndexSpec:
         return ranked
 
     def _filters(self, where: dict[str, Any] | None) -> tuple[MetadataFilters | None, bool]:
-        pushed = pushdown(self.index.vector_store, None, where)
+        # The simple store's orderings raise on a value of another type mid-retrieve,
+        # where they cannot be taken back: the re-check applies them instead.
+        pushed = pushdown(self.index.vector_store, None, where, orderings=False)
         filters, complete = self.filters, not where
         if pushed is not None:  # (an empty any-of never gets here)
             filters, merged = merge_filters(self.filters, pushed.filters)

@@ -44,6 +44,7 @@ from agentkit_llamaindex._filters import (
     pushdown,
     store_can_filter,
     store_refuses_nul,
+    without_orderings,
 )
 from agentkit_llamaindex._locks import ReadWriteLock
 from agentkit_llamaindex.embedding import AgentkitEmbedding
@@ -538,6 +539,12 @@ class LlamaIndexVectorPort:
         )
         with self._lock.read():
             try:
+                result = store.query(request)
+            except TypeError:
+                dropped, rest = without_orderings(filters)
+                if not dropped:
+                    raise
+                request.filters = rest  # the re-check applies the orderings
                 result = store.query(request)
             except Exception:
                 if _missing_collection(store):
