@@ -23,7 +23,7 @@ from langchain_qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient, models
 
 from agentkit.kernel import Scope
-from agentkit.kernel.errors import StoreError, UnsupportedOperation
+from agentkit.kernel.errors import InvalidFilter, StoreError, UnsupportedOperation
 from agentkit.kernel.where import parse_where
 from agentkit.vector import Chunk, HashingEmbedder
 
@@ -300,3 +300,69 @@ async def test_a_store_that_cannot_filter_answers_every_filter_exactly_or_not_at
     assert await vp.delete_where(where, scope=unscoped) == len(found)
     left = {c.id for c in await vp.scan(scope=unscoped)}
     assert left == {cid for cid, _ in RECORDS} - found
+
+
+BAD_FILTERS: list[tuple[dict[str, Any], str, str]] = [
+    ({"year": {"$bogus": 1}}, "year", "$bogus"),
+    ({"year": {"$in": 2020}}, "year", "$in"),
+    ({"year": {"$gt": {"a": 1}}}, "year", "$gt"),
+    ({"$or": [{"team": "x"}, {"year": {"$gte": [2020]}}]}, "year", "$gte"),
+    ({"team": [["billing"]]}, "team", "any-of"),
+    ({"team": {"billing": 1}}, "team", "'billing'"),
+]
+
+
+def _spied(store: Any) -> list[str]:
+    """Record every call of the store's reading and deleting methods."""
+    calls: list[str] = []
+    for name in dir(type(store)):
+        if name.startswith("_") or not any(
+            word in name for word in ("search", "query", "get", "delete")
+        ):
+            continue
+        method = getattr(store, name, None)
+        if not callable(method):
+            continue
+
+        def spy(*args: Any, _method: Any = method, _name: str = name, **kw: Any) -> Any:
+            calls.append(_name)
+            return _method(*args, **kw)
+
+        try:
+            object.__setattr__(store, name, spy)
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return calls
+
+
+@pytest.mark.parametrize("maker", sorted(MAKERS) + sorted(LI_MAKERS))
+async def test_a_bad_filter_is_refused_by_every_port_before_its_store_is_asked(
+    maker: str,
+) -> None:
+    """Unknown operators and wrong operands are refused naming the key and the
+    operator, by search, scan and delete_where alike, before the store is asked
+    anything; nothing stored is lost."""
+    if maker in MAKERS:
+        store, close = MAKERS[maker]()
+        vp: Any = LangChainVectorPort(store)
+    else:
+        vp, close = LI_MAKERS[maker]()
+        store = vp.vector_store
+    try:
+        await vp.upsert([Chunk(cid, f"ledger {cid}", meta) for cid, meta in RECORDS],
+                        scope=ACME)
+        calls = _spied(store)
+        for where, key, op in BAD_FILTERS:
+            for call in (
+                lambda w: vp.search("ledger", k=3, scope=ACME, where=w),
+                lambda w: vp.scan(scope=ACME, where=w),
+                lambda w: vp.delete_where(w, scope=ACME),
+            ):
+                with pytest.raises(InvalidFilter) as info:
+                    await call(where)
+                assert repr(key) in str(info.value) or key in str(info.value), where
+                assert op in str(info.value), (where, str(info.value))
+        assert calls == []
+        assert {c.id for c in await vp.scan(scope=ACME)} == {cid for cid, _ in RECORDS}
+    finally:
+        close()

@@ -40,7 +40,7 @@ from agentkit.interop import (
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgumentType, StoreError, UnsupportedOperation
 from agentkit.kernel.threads import finish_or_undo
-from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
+from agentkit.kernel.validate import check_k, check_metadata_where, check_query, check_scope
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_langchain._chroma import exact_search, relevance
@@ -218,7 +218,7 @@ class LangChainVectorPort:
         """
         query = check_query(query)
         k = check_k(k)
-        wanted = check_where(where) or None
+        wanted = check_metadata_where(where) or None
         scope = check_scope(scope)
         self._refuse_unfiltered(scope)
         conds = conditions(scope, wanted)

@@ -36,7 +36,13 @@ from agentkit.kernel.errors import (
     UnsupportedOperation,
 )
 from agentkit.kernel.threads import CommitGate, run_gated
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.kernel.validate import (
+    check_ids,
+    check_k,
+    check_metadata_where,
+    check_query,
+    check_scope,
+)
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_llamaindex._chroma import exact_query, is_chroma
@@ -444,7 +450,7 @@ class LlamaIndexVectorPort:
         """
         query = check_query(query)
         k = check_k(k)
-        wanted = check_where(where)
+        wanted = check_metadata_where(where)
         scope = self._check_scope(scope)
         plan = pushdown(self.vector_store, scope, wanted, can_filter=self._can_filter)
         if plan is None:
