@@ -139,8 +139,38 @@ async def test_operator_spellings_never_reach_another_tenant(
         {"org_id": "acme"},
         {"t": {"$in": [1, 2]}, "$or": [{"t": 1}, {"t": 2}]},
     ):
-        hits = await vp.search("ledger", k=10, scope=ACME, where=where)
-        assert {c.id for _, c in hits} <= {"m"}
+        try:
+            hits = await vp.search("ledger", k=10, scope=ACME, where=where)
+        except (UnsupportedOperation, InvalidFilter):
+            continue  # refused by name: never another tenant's record
+        assert {c.id for _, c in hits} <= {"m"}, where
+        await vp.delete_where(where, scope=ACME)
+        assert await vp.search("ledger", k=10, scope=GLOBEX) != [], where
+    await _stamps_refused(vp)
+
+
+# The port's own tenancy stamps, spelt with operators: a where can name them, never
+# widen the scope through them.
+STAMP_SPOOFS: list[dict[str, Any]] = [
+    {"agentkit_org_id": {"$in": ["globex", "acme"]}},
+    {"$not": {"agentkit_org_id": "acme"}},
+    {"agentkit_scoped": {"$exists": False}},
+    {"$or": [{"agentkit_org_id": "globex"}, {"t": 1}]},
+    {"agentkit_domain_id": {"$ne": "support"}},
+]
+
+
+async def _stamps_refused(vp: Any) -> None:
+    """A filter naming the port's tenancy stamps is refused by name, on every path."""
+    for where in STAMP_SPOOFS:
+        for call in (
+            lambda w: vp.search("ledger", k=10, scope=ACME, where=w),
+            lambda w: vp.scan(scope=ACME, where=w),
+            lambda w: vp.delete_where(w, scope=ACME),
+        ):
+            with pytest.raises(InvalidFilter, match="agentkit_"):
+                await call(where)
+    assert {c.id for _, c in await vp.search("ledger", k=10, scope=GLOBEX)} == {"g"}
 
 
 # --- the same through LlamaIndex ports ------------------------------------------------
@@ -239,9 +269,12 @@ async def test_llamaindex_operator_spellings_never_reach_another_tenant(
     ):
         try:
             hits = await vp.search("ledger", k=10, scope=ACME, where=where)
-        except UnsupportedOperation:
-            continue  # refused by name, never widened (the simple store's $gte, $or)
-        assert {c.id for _, c in hits} <= {"m"}
+        except (UnsupportedOperation, InvalidFilter):
+            continue  # refused by name, never widened (the simple store's $or)
+        assert {c.id for _, c in hits} <= {"m"}, where
+        await vp.delete_where(where, scope=ACME)
+        assert await vp.search("ledger", k=10, scope=GLOBEX) != [], where
+    await _stamps_refused(vp)
 
 
 async def test_the_simple_store_answers_orderings_whatever_another_tenant_stores() -> None:

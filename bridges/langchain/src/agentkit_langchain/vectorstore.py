@@ -22,6 +22,7 @@ from agentkit.interop import (
     Dialect,
     IdConvention,
     check_unreserved,
+    check_where_unreserved,
     chunk_id_of,
     conditions,
     dialect_for,
@@ -495,6 +496,7 @@ class LangChainVectorPort:
 
     async def _forget(self, scope: Scope, where: dict[str, Any] | None) -> int:
         self._refuse_unfiltered(scope)
+        check_where_unreserved(where)
         wanted = [
             rid
             for rid, meta in await _listed(self.vectorstore)

@@ -638,6 +638,7 @@ class LlamaIndexVectorPort:
         return page[:size]
 
     def _listed(self, scope: Scope, where: dict[str, Any] | None) -> list[BaseNode]:
+        interop.check_where_unreserved(where)
         store = self.vector_store
         if not store.stores_text:
             node_ids = list(dict.fromkeys(self.index.index_struct.nodes_dict.values()))
