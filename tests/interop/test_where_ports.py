@@ -126,6 +126,7 @@ async def test_operator_filters_exact_or_refused_by_name(
         assert {c.id for _, c in hits} == expected, (name, label)
         few = await vp.search("ledger entry", k=2, scope=ACME, where=where)
         assert len(few) == min(2, len(expected)), (name, label)
+    await _deletes_what_it_finds(vp, {cid for cid, _ in RECORDS})
 
 
 async def test_operator_spellings_never_reach_another_tenant(
@@ -158,6 +159,17 @@ STAMP_SPOOFS: list[dict[str, Any]] = [
     {"$or": [{"agentkit_org_id": "globex"}, {"t": 1}]},
     {"agentkit_domain_id": {"$ne": "support"}},
 ]
+
+
+async def _deletes_what_it_finds(vp: Any, ids: set[str]) -> None:
+    """delete_where with an operator filter removes exactly what search with it found,
+    in this scope only."""
+    where = {"$and": [{"year": {"$gte": 2019}}, {"team": {"$ne": "logistics"}}]}
+    found = {c.id for _, c in await vp.search("ledger entry", k=20, scope=ACME, where=where)}
+    assert found == {"r2", "r3", "r5"}
+    assert await vp.delete_where(where, scope=ACME) == len(found)
+    assert {c.id for c in await vp.scan(scope=ACME)} == ids - found
+    assert {c.id for c in await vp.scan(scope=GLOBEX)} == ids
 
 
 async def _stamps_refused(vp: Any) -> None:
@@ -253,6 +265,7 @@ async def test_llamaindex_ports_state_operators_exactly_or_refuse(
             continue
         hits = await vp.search("ledger entry", k=20, scope=ACME, where=where)
         assert {c.id for _, c in hits} == expected, (name, label)
+    await _deletes_what_it_finds(vp, {cid for cid, _ in LI_RECORDS})
 
 
 async def test_llamaindex_operator_spellings_never_reach_another_tenant(
