@@ -412,3 +412,19 @@ async def test_a_bad_filter_is_refused_by_every_port_before_its_store_is_asked(
         assert {c.id for c in await vp.scan(scope=ACME)} == {cid for cid, _ in RECORDS}
     finally:
         close()
+
+
+async def test_a_dialect_that_states_equality_only_refuses_operators_naming_the_store() -> None:
+    """``filter_style="dict"`` (or a function from an equality dict) states equality
+    only: an operator is refused naming it and the store, and plain equality works."""
+    for style in ("dict", lambda flat: (lambda doc: all(doc.metadata.get(k) == v
+                                                        for k, v in flat.items()))):
+        vp = LangChainVectorPort(InMemoryVectorStore(_embeddings()), filter_style=style)
+        await vp.upsert([Chunk("a", "ledger a", {"y": 2})], scope=ACME)
+        with pytest.raises(UnsupportedOperation) as info:
+            await vp.search("ledger", k=2, scope=ACME, where={"y": {"$gt": 1}})
+        assert "$gt" in str(info.value) and "InMemoryVectorStore" in str(info.value)
+        if style == "dict":
+            continue  # InMemoryVectorStore itself takes a callable, not a dict
+        hits = await vp.search("ledger", k=2, scope=ACME, where={"y": 2})
+        assert [c.id for _, c in hits] == ["a"]

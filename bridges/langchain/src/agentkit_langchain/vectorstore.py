@@ -283,7 +283,7 @@ class LangChainVectorPort:
         """``fetch(n)`` for ``conds`` in the store's dialect, its first ``n``, and the
         store's size when a short answer does not mean "no more" (FAISS' fetch_k)."""
         dialect = self.dialect
-        native = dialect.build(conds) if dialect is not None and conds else None
+        native = self._native(conds)
         post_filter = dialect is not None and dialect.fetch_k and native is not None
         approximate = dialect is not None and dialect.approximate
         total = None
@@ -305,6 +305,21 @@ class LangChainVectorPort:
             return [(float(score), doc, self._own_metadata(doc)) for doc, score in found]
 
         return fetch, first, total
+
+    def _native(self, conds: list[Condition]) -> Any:
+        """``conds`` in the store's filter dialect (None: nothing to push). A refusal
+        from a dialect that does not know the store (``filter_style="dict"`` or a
+        function) is told which store it was for."""
+        if self.dialect is None or not conds:
+            return None
+        try:
+            return self.dialect.build(conds)
+        except UnsupportedOperation as exc:
+            name = type(self.vectorstore).__name__
+            if name in str(exc):
+                raise
+            style = self.dialect.name
+            raise UnsupportedOperation(f"{name} (filter_style {style!r}): {exc}") from exc
 
     def _learn(self, key: tuple[Any, ...], width: int) -> None:
         """Remember how many candidates this bucket needed (bounded: oldest go first)."""
@@ -530,7 +545,7 @@ class LangChainVectorPort:
             return []  # an empty any-of matches nothing
         if not is_unscoped(scope):
             conds = [*scope_conditions(scope), *conds]  # the unscoped bucket: re-check only
-        native = self.dialect.build(conds) if self.dialect is not None and conds else None
+        native = self._native(conds)
         page: list[Chunk] = []
         for doc in await _records(self.vectorstore, self.dialect, native, "scan"):
             own = self._own_metadata(doc)
