@@ -171,6 +171,29 @@ async def test_vector_memory_merges_operator_keys_as_the_spec_says() -> None:
     assert {i.id for i in await mem.query("x", k=10, ctx=ctx, where={"t": {"$ne": "a"}})} == {"2"}
 
 
+async def test_forget_deletes_what_query_finds_under_the_same_merge() -> None:
+    """forget merges its where over the default exactly as query does, operator keys
+    included, so it deletes what the same call-time where finds, nothing the default
+    keeps out."""
+    store = InMemoryVectorStore(HashingEmbedder(dim=32))
+    mem = VectorMemory(store, where={"$or": [{"t": "a"}, {"t": "b"}]})
+    ctx = Ctx(A)
+    await store.upsert(
+        [Chunk(str(i), f"note {i}", {"t": "abc"[i % 3], "n": i}) for i in range(9)], scope=A
+    )
+    where = {"n": {"$gte": 3}, "$not": {"n": 7}}
+    found = {i.id for i in await mem.query("note", k=20, ctx=ctx, where=where)}
+    assert found == {"3", "4", "6"}  # t c (5, 8) kept out by the default $or; 7 by $not
+    assert await mem.forget(where, ctx=ctx) == len(found)
+    left = {c.id for c in await store.scan(scope=A)}
+    assert left == {str(i) for i in range(9)} - found
+    # a call's $or replaces the default's, for forget as for query
+    swap = {"$or": [{"t": "c"}]}
+    found = {i.id for i in await mem.query("note", k=20, ctx=ctx, where=swap)}
+    assert found == {"2", "5", "8"}
+    assert await mem.forget(swap, ctx=ctx) == 3
+
+
 async def test_bad_filter_is_refused_before_the_store_is_touched() -> None:
     class Spy:
         calls = 0

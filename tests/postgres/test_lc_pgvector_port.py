@@ -119,3 +119,40 @@ async def test_operator_filters_on_pgvector_exact_or_refused(pgvector: Any) -> N
         with pytest.raises(UnsupportedOperation) as info:
             await port.search("ledger entry", k=10, scope=ACME, where=where)
         assert op in str(info.value) and "PGVector" in str(info.value)
+
+
+async def test_no_filter_spelling_reaches_another_tenant_on_pgvector(pgvector: Any) -> None:
+    """Operators and the port's own stamp keys, on PGVector: another tenant's record
+    never comes back (a delete by where is refused: LangChain cannot list PGVector's
+    records), and a filter naming a stamp is refused by name."""
+    from agentkit_langchain import LangChainVectorPort
+
+    from agentkit.kernel.errors import InvalidFilter, UnsupportedOperation
+
+    port = LangChainVectorPort(pgvector)
+    globex = Scope("globex", "support")
+    await port.upsert([Chunk("m", "ledger mine", {"t": 1})], scope=ACME)
+    await port.upsert([Chunk("g", "ledger theirs", {"t": 1, "org_id": "acme"})], scope=globex)
+    for where in (
+        {"$or": [{"t": 1}, {"t": {"$gte": 0}}]},
+        {"org_id": "acme"},
+        {"t": {"$in": [1, 2]}, "$or": [{"t": 1}, {"org_id": {"$exists": True}}]},
+        {"$not": {"t": {"$gt": 5}}},
+    ):
+        try:
+            hits = await port.search("ledger", k=10, scope=ACME, where=where)
+        except UnsupportedOperation:
+            continue  # refused by name ($not of an ordering), never widened
+        assert {c.id for _, c in hits} <= {"m"}, where
+        with pytest.raises(UnsupportedOperation, match="PGVector"):  # it cannot list
+            await port.delete_where(where, scope=ACME)
+        assert [c.id for _, c in await port.search("ledger", k=10, scope=globex)] == ["g"]
+    for where in (
+        {"agentkit_org_id": {"$in": ["globex", "acme"]}},
+        {"$or": [{"agentkit_org_id": "globex"}, {"t": 1}]},
+    ):
+        with pytest.raises(InvalidFilter, match="agentkit_org_id"):
+            await port.search("ledger", k=10, scope=ACME, where=where)
+        with pytest.raises(InvalidFilter, match="agentkit_org_id"):
+            await port.delete_where(where, scope=ACME)
+    assert [c.id for _, c in await port.search("ledger", k=10, scope=globex)] == ["g"]

@@ -74,3 +74,34 @@ async def test_nul_is_refused_before_anything_is_written(port: Any) -> None:
         await port.upsert([Chunk("x", "te\x00xt")], scope=Scope("a", "c"))
     assert await port.search("text", k=3, scope=Scope("a", "c")) == []
     assert await port.search("text", k=3, scope=Scope("a\x00b", "c")) == []
+
+
+async def test_operators_refused_by_name_and_no_spelling_reaches_another_scope(
+    port: Any,
+) -> None:
+    """LlamaIndex's PGVectorStore pastes filters into SQL and compares numbers as
+    floats, so agentkit states only plain equality there: every operator is refused
+    naming it and the store, never answered wider or emptier; a stamp key in a filter
+    is refused by name; no spelling reaches the other scope."""
+    from agentkit.kernel.errors import InvalidFilter, UnsupportedOperation
+
+    acme, globex = Scope("acme", "support"), Scope("globex", "support")
+    await port.upsert([Chunk("m", "ledger mine", {"t": "a", "year": 2021})], scope=acme)
+    await port.upsert([Chunk("g", "ledger theirs", {"t": "a", "org_id": "acme"})], scope=globex)
+    plain = await port.search("ledger", k=10, scope=acme, where={"t": "a"})
+    assert [c.id for _, c in plain] == ["m"]
+    assert await port.search("ledger", k=10, scope=acme, where={"org_id": "acme"}) == []
+    for where, op in (
+        ({"year": {"$gte": 2020}}, "$gte"),
+        ({"$or": [{"t": "a"}, {"t": "b"}]}, "$or"),
+        ({"t": {"$ne": "b"}}, "$ne"),
+    ):
+        with pytest.raises(UnsupportedOperation) as info:
+            await port.search("ledger", k=10, scope=acme, where=where)
+        assert op in str(info.value) and "PGVectorStore" in str(info.value)
+    for where in ({"agentkit_org_id": {"$ne": "x"}}, {"$not": {"agentkit_scoped": "1"}}):
+        with pytest.raises(InvalidFilter, match="agentkit_"):
+            await port.search("ledger", k=10, scope=acme, where=where)
+        with pytest.raises(InvalidFilter, match="agentkit_"):
+            await port.delete_where(where, scope=acme)
+    assert [c.id for _, c in await port.search("ledger", k=10, scope=globex)] == ["g"]

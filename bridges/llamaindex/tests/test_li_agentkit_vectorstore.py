@@ -347,3 +347,31 @@ def test_documents_through_the_index_keep_their_doc_ids(tmp_path: Path) -> None:
     index.delete_ref_doc("doc-2")
     assert {n.ref_doc_id for n in store.get_nodes()} == {"doc-1"}
     store.close()
+
+
+def test_no_metadata_filter_reaches_another_scope(tmp_path: Path) -> None:
+    """NE, NIN, NOT and OR groups and keys named like the scope: a tenant's query, and
+    its delete by filter, never reach another scope's nodes on the same file."""
+    path = tmp_path / "spoof.db"
+    acme = AgentkitVectorStore(path=path, scope=ACME)
+    globex = AgentkitVectorStore(path=path, scope=GLOBEX)
+    acme.add([TextNode(id_="a", text="acme refunds", metadata={"t": 1})])
+    globex.add([TextNode(id_="g", text="globex refunds", metadata={"t": 1, "org_id": "acme"})])
+    spoofs = [
+        MetadataFilters(filters=[MetadataFilter(key="org_id", value="x",
+                                                operator=FilterOperator.NE)]),
+        MetadataFilters(filters=[MetadataFilter(key="org_id", value="acme")],
+                        condition=FilterCondition.NOT),
+        MetadataFilters(filters=[
+            MetadataFilter(key="t", value=1),
+            MetadataFilter(key="domain_id", value=["support"], operator=FilterOperator.NIN),
+        ], condition=FilterCondition.OR),
+    ]
+    for filters in spoofs:
+        result = acme.query(VectorStoreQuery(query_str="refunds", similarity_top_k=5,
+                                             filters=filters))
+        assert set(result.ids or []) <= {"a"}, filters
+        acme.delete_nodes(filters=filters)
+        assert [n.node_id for n in globex.get_nodes()] == ["g"], filters
+    acme.close()
+    globex.close()

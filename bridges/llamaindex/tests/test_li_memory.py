@@ -522,3 +522,21 @@ async def test_tenants_reach_their_own_records_through_a_nested_stack_on_chroma(
     assert (a.id, a.content) == ("r", "acme refund window is 30 days")
     assert (g.id, g.content) == ("r", "globex refund window is 90 days")
     assert await outer.query("refund window", k=3, ctx=Ctx()) == []
+
+
+async def test_an_ordering_on_the_simple_store_is_answered_whatever_the_values() -> None:
+    """The simple store's filter raises on an ordering against a value of another type,
+    mid-retrieve; LlamaIndexMemory leaves its orderings to the re-check, so a where
+    with $gte answers exactly (a string year or a bool never matches 2020)."""
+    nodes = [
+        TextNode(id_="n1", text="ledger one", metadata={"year": 2021}),
+        TextNode(id_="n2", text="ledger two", metadata={"year": "2022"}),
+        TextNode(id_="n3", text="ledger three", metadata={"year": 2019}),
+        TextNode(id_="n4", text="ledger four", metadata={"year": True}),
+        TextNode(id_="n5", text="ledger five", metadata={"year": 2020.0}),
+    ]
+    mem = LlamaIndexMemory(VectorStoreIndex(nodes), name="docs")
+    where = {"year": {"$gte": 1, "$lt": 2021.5}}
+    items = await mem.query("ledger", k=10, ctx=Ctx(), where=where)
+    assert {i.id for i in items} == {"n1", "n3", "n5"}
+    assert len(await mem.query("ledger", k=2, ctx=Ctx(), where=where)) == 2

@@ -27,7 +27,12 @@ from agentkit.interop._id_conventions import (
 )
 from agentkit.interop._model_rows import model_rows
 from agentkit.interop._rerank import RERANK_KEY, Seen, reranked_items
-from agentkit.interop._reserved import RESERVED_PREFIX, check_unreserved, known_unreserved
+from agentkit.interop._reserved import (
+    RESERVED_PREFIX,
+    check_unreserved,
+    check_where_unreserved,
+    known_unreserved,
+)
 from agentkit.interop._runner import blocking_pool, run_blocking, run_sync
 from agentkit.interop._scores import usable_score
 from agentkit.interop._store_view import DEFAULT_STORE_PATH, StoreView, default_store_path
@@ -74,6 +79,7 @@ __all__ = [
     "StoreView",
     "blocking_pool",
     "check_unreserved",
+    "check_where_unreserved",
     "chroma_space",
     "chunk_id_of",
     "conditions",

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+from agentkit.interop._reserved import check_where_unreserved
 from agentkit.interop._tenancy import (
     DOMAIN_KEY,
     ORG_KEY,
@@ -97,6 +98,7 @@ def where_conditions(where: Mapping[str, Any] | None) -> list[Condition] | None:
     did; every entry with operators (an operator dict, ``$and``, ``$or``, ``$not``)
     becomes one ``where`` condition holding its parsed tree.
     """
+    check_where_unreserved(where)
     out: list[Condition] = []
     for key, value in (where or {}).items():
         if key.startswith("$") or isinstance(value, Mapping):

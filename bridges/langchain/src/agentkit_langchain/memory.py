@@ -31,7 +31,7 @@ from agentkit.interop import (
 )
 from agentkit.kernel.ctx import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
-from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
+from agentkit.kernel.validate import check_ctx, check_k, check_metadata_where, check_query
 from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
@@ -117,7 +117,7 @@ class LangChainMemory:
         """
         query = check_query(query)
         k = check_k(k)
-        where = check_where(where) or None
+        where = check_metadata_where(where) or None
         ctx = check_ctx(ctx)
         scope = ctx.scope
         retriever = self.retriever

@@ -22,6 +22,7 @@ from agentkit.interop import (
     Dialect,
     IdConvention,
     check_unreserved,
+    check_where_unreserved,
     chunk_id_of,
     conditions,
     dialect_for,
@@ -40,7 +41,7 @@ from agentkit.interop import (
 from agentkit.kernel.ctx import Scope
 from agentkit.kernel.errors import InvalidArgumentType, StoreError, UnsupportedOperation
 from agentkit.kernel.threads import finish_or_undo
-from agentkit.kernel.validate import check_k, check_query, check_scope, check_where
+from agentkit.kernel.validate import check_k, check_metadata_where, check_query, check_scope
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_langchain._chroma import exact_search, relevance
@@ -218,7 +219,7 @@ class LangChainVectorPort:
         """
         query = check_query(query)
         k = check_k(k)
-        wanted = check_where(where) or None
+        wanted = check_metadata_where(where) or None
         scope = check_scope(scope)
         self._refuse_unfiltered(scope)
         conds = conditions(scope, wanted)
@@ -282,7 +283,7 @@ class LangChainVectorPort:
         """``fetch(n)`` for ``conds`` in the store's dialect, its first ``n``, and the
         store's size when a short answer does not mean "no more" (FAISS' fetch_k)."""
         dialect = self.dialect
-        native = dialect.build(conds) if dialect is not None and conds else None
+        native = self._native(conds)
         post_filter = dialect is not None and dialect.fetch_k and native is not None
         approximate = dialect is not None and dialect.approximate
         total = None
@@ -304,6 +305,21 @@ class LangChainVectorPort:
             return [(float(score), doc, self._own_metadata(doc)) for doc, score in found]
 
         return fetch, first, total
+
+    def _native(self, conds: list[Condition]) -> Any:
+        """``conds`` in the store's filter dialect (None: nothing to push). A refusal
+        from a dialect that does not know the store (``filter_style="dict"`` or a
+        function) is told which store it was for."""
+        if self.dialect is None or not conds:
+            return None
+        try:
+            return self.dialect.build(conds)
+        except UnsupportedOperation as exc:
+            name = type(self.vectorstore).__name__
+            if name in str(exc):
+                raise
+            style = self.dialect.name
+            raise UnsupportedOperation(f"{name} (filter_style {style!r}): {exc}") from exc
 
     def _learn(self, key: tuple[Any, ...], width: int) -> None:
         """Remember how many candidates this bucket needed (bounded: oldest go first)."""
@@ -495,6 +511,7 @@ class LangChainVectorPort:
 
     async def _forget(self, scope: Scope, where: dict[str, Any] | None) -> int:
         self._refuse_unfiltered(scope)
+        check_where_unreserved(where)
         wanted = [
             rid
             for rid, meta in await _listed(self.vectorstore)
@@ -528,7 +545,7 @@ class LangChainVectorPort:
             return []  # an empty any-of matches nothing
         if not is_unscoped(scope):
             conds = [*scope_conditions(scope), *conds]  # the unscoped bucket: re-check only
-        native = self.dialect.build(conds) if self.dialect is not None and conds else None
+        native = self._native(conds)
         page: list[Chunk] = []
         for doc in await _records(self.vectorstore, self.dialect, native, "scan"):
             own = self._own_metadata(doc)

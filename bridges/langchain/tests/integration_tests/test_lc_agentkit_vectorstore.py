@@ -471,3 +471,27 @@ def test_pgvector_between_and_unknown_operators(tmp_path: Path) -> None:
             store.similarity_search("policy", k=3, filter={"team": {op: "bill%"}})
         assert op in str(info.value) and "'team'" in str(info.value)
     store.close()
+
+
+def test_no_filter_spelling_reaches_another_tenant(tmp_path: Path) -> None:
+    """Operators, negations and keys named like the scope: a tenant's filtered search,
+    with any of them, never shows another tenant's record on the same file."""
+    path = tmp_path / "spoof.db"
+    acme = AgentkitVectorStore(path=path, scope=ACME)
+    globex = AgentkitVectorStore(path=path, scope=GLOBEX)
+    acme.add_texts(["acme refunds"], [{"t": 1}], ids=["a"])
+    globex.add_texts(["globex refunds"], [{"t": 1, "org_id": "acme"}], ids=["g"])
+    for flt in (
+        {"$or": [{"t": 1}, {"t": {"$exists": False}}]},
+        {"$not": {"org_id": "acme"}},
+        {"org_id": {"$in": ["acme", "globex"]}},
+        {"org_id": {"$ne": "x"}, "t": {"$gte": 0}},
+        {"$or": [{"scope": {"$exists": False}}, {"domain_id": {"$nin": ["support"]}}]},
+    ):
+        found = [d.page_content for d in acme.similarity_search("refunds", k=5, filter=flt)]
+        assert "globex refunds" not in found, flt
+    assert [d.page_content for d in globex.similarity_search("refunds", k=5)] == [
+        "globex refunds"
+    ]
+    acme.close()
+    globex.close()

@@ -23,7 +23,7 @@ Anything else is left to the re-check (and the port widens its fetch for it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, NoReturn
 
 from llama_index.core.schema import QueryBundle
@@ -49,6 +49,7 @@ __all__ = [
     "query_bundle",
     "store_can_filter",
     "store_refuses_nul",
+    "without_orderings",
 ]
 
 # Stores that take no metadata filters at all (FaissMapVectorStore inherits the
@@ -102,7 +103,7 @@ def _spelling(store: BasePydanticVectorStore) -> _Spelling:
     for name in _class_names(store):
         if name in _SPELLINGS:
             return _SPELLINGS[name]
-    return _DEFAULT
+    return replace(_DEFAULT, name=type(store).__name__)  # a refusal names the store
 
 
 def has_empty_any_of(where: Mapping[str, Any] | None) -> bool:
@@ -138,6 +139,8 @@ def _spell(
     """``cond`` as filters the store evaluates exactly, or None if it cannot (a where
     with operators it cannot state exactly is refused instead: UnsupportedOperation)."""
     if cond.op == "where":
+        if spelling.operators == "flat":  # one flat AND list: the simple store nests nothing
+            return [_spell_field(leaf, spelling) for leaf in _flat_leaves(cond.value, spelling)]
         return [_spell_where(cond.value, spelling)]
     if not _key_ok(cond.key, spelling):
         return None
@@ -193,9 +196,14 @@ def pushdown(
     where: Mapping[str, Any] | None,
     *,
     can_filter: bool | None = None,
+    orderings: bool = True,
 ) -> Pushdown | None:
     """The filters for a search of ``scope`` (None: no scope, a retriever's search)
-    with ``where`` on ``store``; None when ``where`` can match nothing."""
+    with ``where`` on ``store``; None when ``where`` can match nothing.
+
+    ``orderings=False`` leaves the simple store's orderings to the caller's re-check
+    (a caller that cannot ask again without them when they raise, see
+    ``without_orderings``)."""
     if can_filter is None:
         can_filter = store_can_filter(store)
     conds = interop.conditions(scope if scope is not None else Scope(), where)
@@ -210,9 +218,15 @@ def pushdown(
     scope_pushed = scope is not None
     complete = {c.key for c in conds} >= where_keys
     for cond in conds:
-        if cond.op == "where" and not can_filter:
-            _refuse(cond.value, spelling, "it takes no metadata filters")
+        # A store that takes no filters (FAISS) has every condition, operators too,
+        # applied by the port's re-check while it reads the ranking to the end: exact,
+        # as a plain where and delete_where/scan there are.
         spelled = _spell(cond, spelling) if can_filter else None
+        if spelled is not None and not orderings and spelling.operators == "flat":
+            unordered = [f for f in spelled if not _ordering(f)]
+            if len(unordered) < len(spelled):
+                complete = False
+                spelled = unordered
         if spelled is None:
             complete = False
             if cond.key not in where_keys:
@@ -245,12 +259,26 @@ def _op_name(tree: Where) -> str:
     return {"in": "$in", "nin": "$nin"}.get(tree.op, f"${tree.op}")
 
 
+_ORDERINGS = frozenset({FilterOperator.GT, FilterOperator.GTE, FilterOperator.LT,
+                        FilterOperator.LTE})
 _LI_ORDER = {
     "gt": FilterOperator.GT,
     "gte": FilterOperator.GTE,
     "lt": FilterOperator.LT,
     "lte": FilterOperator.LTE,
 }
+
+
+def _flat_leaves(tree: Where, spelling: _Spelling) -> list[Field]:
+    """The tests of ``tree`` when it is one conjunction (nested ``$and`` flattened),
+    which the simple store's one flat AND list states; anything else is refused."""
+    if isinstance(tree, Field):
+        return [tree]
+    if isinstance(tree, And):
+        return [leaf for part in tree.parts for leaf in _flat_leaves(part, spelling)]
+    why = ("it has no exact negation of this test" if isinstance(tree, Not)
+           else "it takes one flat AND list, no $or group beside the scope's tests")
+    _refuse(tree, spelling, why)
 
 
 def _spell_where(tree: Where, spelling: _Spelling) -> MetadataFilter | MetadataFilters:
@@ -264,9 +292,6 @@ def _spell_where(tree: Where, spelling: _Spelling) -> MetadataFilter | MetadataF
         return MetadataFilters(filters=[_spell_where(tree.part, spelling)],
                                condition=FilterCondition.NOT)
     if isinstance(tree, (And, Or)):
-        if kind == "flat" and (isinstance(tree, Or) or
-                               not all(isinstance(p, Field) for p in tree.parts)):
-            _refuse(tree, spelling, "it takes one flat AND list, no nested groups")
         condition = FilterCondition.AND if isinstance(tree, And) else FilterCondition.OR
         return MetadataFilters(filters=[_spell_where(p, spelling) for p in tree.parts],
                                condition=condition)
@@ -284,22 +309,25 @@ def _spell_field(field: Field, spelling: _Spelling) -> MetadataFilter | Metadata
         if v is None or isinstance(v, bool):
             _refuse(field, spelling, "a LlamaIndex MetadataFilter holds no bool or null")
     if op in _LI_ORDER:
-        if isinstance(value, str):
-            _refuse(field, spelling, "it orders numbers only" if kind != "flat" else
-                    "its filter raises on a value of another type")
-        if kind == "flat":
-            _refuse(field, spelling, "its filter raises on a value of another type")
+        # The simple store compares with Python's < (code points for strings; a bool as
+        # 0/1, which the re-check drops; a value of another type raises TypeError, and
+        # then the port asks again without it: ``without_orderings``).
+        if isinstance(value, str) and kind != "flat":
+            _refuse(field, spelling, "it orders numbers only")
         return MetadataFilter(key=key, value=value, operator=_LI_ORDER[op])
     negated = op in ("ne", "nin")
     if kind == "flat":
-        # Python's == there: True equals 1, so 0 and 1 would not be exact.
-        if any(not isinstance(v, str) and v in (0, 1) for v in values):
+        # Python's == there: True equals 1. Admitting a bool twin is only more than
+        # asked (the re-check drops it); refusing one under != would lose records.
+        if negated and any(not isinstance(v, str) and v in (0, 1) for v in values):
             _refuse(field, spelling, "it compares with ==, under which True equals 1")
         if len(values) == 1:
             operator = FilterOperator.NE if negated else FilterOperator.EQ
             return MetadataFilter(key=key, value=values[0], operator=operator)
         if len({type(v) for v in values}) > 1:
-            _refuse(field, spelling, "a LlamaIndex list holds one value type")
+            if not all(isinstance(v, (int, float)) and float(v) == v for v in values):
+                _refuse(field, spelling, "a LlamaIndex list holds one value type")
+            values = [float(v) for v in values]  # == finds 2020 among 2020.0 alike
         operator = FilterOperator.NIN if negated else FilterOperator.IN
         return MetadataFilter(key=key, value=values, operator=operator)
     tests: list[MetadataFilter | MetadataFilters] = []
@@ -328,6 +356,27 @@ def _spell_field(field: Field, spelling: _Spelling) -> MetadataFilter | Metadata
     if negated:  # Qdrant: NOT is must_not, an exact complement
         return MetadataFilters(filters=[either], condition=FilterCondition.NOT)
     return either
+
+
+def without_orderings(filters: MetadataFilters | None) -> tuple[bool, MetadataFilters | None]:
+    """``filters`` less their top-level orderings, and whether there were any.
+
+    The simple store compares an ordering with Python's ``<``, which raises TypeError
+    on a stored value of another type -- any node's, another tenant's too, since it
+    evaluates every test on every node. The port then asks again without them and its
+    re-check applies them: the answer is the same, and no error depends on what
+    another scope stores.
+    """
+    if filters is None:
+        return False, None
+    kept = [f for f in filters.filters if not _ordering(f)]
+    if len(kept) == len(filters.filters):
+        return False, filters
+    return True, MetadataFilters(filters=kept, condition=filters.condition) if kept else None
+
+
+def _ordering(flt: MetadataFilter | MetadataFilters) -> bool:
+    return isinstance(flt, MetadataFilter) and flt.operator in _ORDERINGS
 
 
 def _and(filters: list[MetadataFilter | MetadataFilters]) -> MetadataFilters | None:

@@ -19,7 +19,7 @@ from agentkit import interop
 from agentkit.interop import run_blocking
 from agentkit.kernel import Ctx, Scope
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType
-from agentkit.kernel.validate import check_ctx, check_k, check_query, check_where
+from agentkit.kernel.validate import check_ctx, check_k, check_metadata_where, check_query
 from agentkit.observability import traced_memory
 from agentkit.state.memory import MemoryItem
 from agentkit.vector.port import matches_where
@@ -142,7 +142,9 @@ class _IndexSpec:
         return ranked
 
     def _filters(self, where: dict[str, Any] | None) -> tuple[MetadataFilters | None, bool]:
-        pushed = pushdown(self.index.vector_store, None, where)
+        # The simple store's orderings raise on a value of another type mid-retrieve,
+        # where they cannot be taken back: the re-check applies them instead.
+        pushed = pushdown(self.index.vector_store, None, where, orderings=False)
         filters, complete = self.filters, not where
         if pushed is not None:  # (an empty any-of never gets here)
             filters, merged = merge_filters(self.filters, pushed.filters)
@@ -392,7 +394,7 @@ class LlamaIndexMemory:
         """
         query = check_query(query)
         k = check_k(k)
-        where = check_where(where) or None
+        where = check_metadata_where(where) or None
         ctx = check_ctx(ctx)
         if has_empty_any_of(where):
             return []

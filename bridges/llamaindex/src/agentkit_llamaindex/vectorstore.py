@@ -36,7 +36,13 @@ from agentkit.kernel.errors import (
     UnsupportedOperation,
 )
 from agentkit.kernel.threads import CommitGate, run_gated
-from agentkit.kernel.validate import check_ids, check_k, check_query, check_scope, check_where
+from agentkit.kernel.validate import (
+    check_ids,
+    check_k,
+    check_metadata_where,
+    check_query,
+    check_scope,
+)
 from agentkit.vector._forgetting import SCAN_LIMIT, check_forget_where, check_scan
 from agentkit.vector.port import Chunk, check_chunks, matches_where
 from agentkit_llamaindex._chroma import exact_query, is_chroma
@@ -44,6 +50,7 @@ from agentkit_llamaindex._filters import (
     pushdown,
     store_can_filter,
     store_refuses_nul,
+    without_orderings,
 )
 from agentkit_llamaindex._locks import ReadWriteLock
 from agentkit_llamaindex.embedding import AgentkitEmbedding
@@ -443,7 +450,7 @@ class LlamaIndexVectorPort:
         """
         query = check_query(query)
         k = check_k(k)
-        wanted = check_where(where)
+        wanted = check_metadata_where(where)
         scope = self._check_scope(scope)
         plan = pushdown(self.vector_store, scope, wanted, can_filter=self._can_filter)
         if plan is None:
@@ -539,6 +546,12 @@ class LlamaIndexVectorPort:
         with self._lock.read():
             try:
                 result = store.query(request)
+            except TypeError:
+                dropped, rest = without_orderings(filters)
+                if not dropped:
+                    raise
+                request.filters = rest  # the re-check applies the orderings
+                result = store.query(request)
             except Exception:
                 if _missing_collection(store):
                     return []
@@ -625,6 +638,7 @@ class LlamaIndexVectorPort:
         return page[:size]
 
     def _listed(self, scope: Scope, where: dict[str, Any] | None) -> list[BaseNode]:
+        interop.check_where_unreserved(where)
         store = self.vector_store
         if not store.stores_text:
             node_ids = list(dict.fromkeys(self.index.index_struct.nodes_dict.values()))
