@@ -68,7 +68,7 @@ async def load(path: Path, texts: Any, vectors: npt.NDArray[np.float32]) -> floa
     return rate
 
 
-def cold(path: Path, mode: str, text: str) -> tuple[float, float]:
+def cold(path: Path, mode: str, text: str, scope: Scope = SCOPE) -> tuple[float, float]:
     """(wall seconds, peak RSS MB) of one ``agentkit-memory query`` process, measured by
     ``/usr/bin/time`` (a child forked from this big process would count our pages)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTKIT_")}
@@ -77,7 +77,7 @@ def cold(path: Path, mode: str, text: str) -> tuple[float, float]:
     cmd = [
         "/usr/bin/time", "-o", str(report), "-f", "%e %M",
         sys.executable, "-m", "agentkit.cli", "query", text, f"--{mode}", "-k", "10",
-        "--store", str(path), "--scope", f"{SCOPE.org_id}/{SCOPE.domain_id}",
+        "--store", str(path), "--scope", f"{scope.org_id}/{scope.domain_id}",
     ]  # fmt: skip
     done = subprocess.run(
         cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
