@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-
 from _scale_store import BATCH, cold
+
 from agentkit.kernel import Scope
 from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore
 
