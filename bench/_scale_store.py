@@ -16,10 +16,12 @@ a model, as in issue #25's probe). Then, side by side in one run:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,12 +36,33 @@ SCOPE = Scope("bench", "scale")
 BATCH = 5_000
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
     with open("/proc/self/status") as fh:
         for line in fh:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+class _Peaks:
+    """The loading process's peak anonymous memory (the source vectors are a mapped
+    file, so VmHWM would count them) and the WAL's largest size, sampled twice a second."""
+
+    def __init__(self, wal: Path) -> None:
+        self.wal, self.anon_mb, self.wal_mb = wal, 0.0, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.anon_mb = max(self.anon_mb, rss_mb("RssAnon"))
+            with contextlib.suppress(OSError):
+                self.wal_mb = max(self.wal_mb, self.wal.stat().st_size / 2**20)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 async def load(path: Path, texts: Any, vectors: npt.NDArray[np.float32]) -> float:
@@ -51,6 +74,7 @@ async def load(path: Path, texts: Any, vectors: npt.NDArray[np.float32]) -> floa
         else:
             leftover.unlink()
     n, dim = vectors.shape
+    peaks = _Peaks(tmp.with_name(tmp.name + "-wal"))
     start = time.perf_counter()
     async with SQLiteVectorStore(tmp, embedder=HashingEmbedder(dim=dim)) as store:
         for lo in range(0, n, BATCH):
@@ -58,11 +82,22 @@ async def load(path: Path, texts: Any, vectors: npt.NDArray[np.float32]) -> floa
             chunks = [Chunk(f"r{i}", next(texts)) for i in range(lo, hi)]
             await store.upsert_vectors(chunks, np.asarray(vectors[lo:hi]), scope=SCOPE)
             if lo // BATCH % 20 == 0:
-                print(f"  loaded {hi:,}/{n:,}", file=sys.stderr, flush=True)
+                print(
+                    f"  loaded {hi:,}/{n:,} at {time.perf_counter() - start:.0f} s, "
+                    f"anon {rss_mb('RssAnon'):,.0f} MB",
+                    file=sys.stderr,
+                    flush=True,
+                )
         # close() waits for a fold under way; then make sure the base is current.
     async with SQLiteVectorStore(tmp, embedder=HashingEmbedder(dim=dim)) as store:
         await store.search_by_vector(np.asarray(vectors[0]), k=1, scope=SCOPE)
     rate = n / (time.perf_counter() - start)
+    peaks.stop()
+    print(
+        f"  while loading: peak anonymous RSS {peaks.anon_mb:,.0f} MB, "
+        f"largest WAL {peaks.wal_mb:,.0f} MB",
+        file=sys.stderr,
+    )
     for side in tmp.parent.glob(tmp.name + "*"):
         side.rename(side.with_name(side.name.replace(tmp.name, path.name, 1)))
     return rate
