@@ -71,8 +71,9 @@ OVERSAMPLE = 4
 FILTER_EXACT_ROWS = 20_000
 FILTER_EXACT_SHARE = 0.05
 _ADD_BLOCK = 5_000
-# Rows a fold copies from the old base to the new one at a time (24 MB of 384-d rows).
-_MERGE_BLOCK = 16_384
+# Rows a fold copies from the old base to the new one at a time (6 MB of 384-d rows;
+# the fold holds about three such blocks at once).
+_MERGE_BLOCK = 4_096
 # The most changes a delta waits for before a fold (see DenseIndexes.fold_threshold).
 FOLD_MAX = 100_000
 
@@ -412,8 +413,9 @@ class DenseIndexes:
                 block = np.empty((picks.shape[0], self.dim), dtype=np.float32)
                 from_base = picks < kept.shape[0]
                 if old is not None and from_base.any():
-                    block[from_base] = old.rows(kept[picks[from_base]])
-                from_delta = ~from_base
+                    where = np.flatnonzero(from_base)
+                    old.rows_into(kept[picks[where]], block, where)
+                from_delta = np.flatnonzero(~from_base)
                 block[from_delta] = delta.vectors[picks[from_delta] - kept.shape[0]]
                 out.write(block)
         del order, kept
@@ -672,17 +674,15 @@ class _NpyRows:
             raise ValueError("a dense base's vectors file is shorter than its header says")
         return np.frombuffer(data, dtype=np.float32).reshape(stop - start, self.dim)
 
-    def rows(self, positions: Rowids) -> Vectors:
-        """The rows at ``positions`` (ascending), read a bounded span at a time."""
-        out = np.empty((positions.shape[0], self.dim), dtype=np.float32)
-        at = 0
-        while at < positions.shape[0]:
-            first = int(positions[at])
+    def rows_into(self, positions: Rowids, out: Vectors, at: Rowids) -> None:
+        """``out[at] = rows at positions`` (ascending), a bounded span read at a time."""
+        i = 0
+        while i < positions.shape[0]:
+            first = int(positions[i])
             stop = int(np.searchsorted(positions, first + _MERGE_BLOCK, side="left"))
             span = self.span(first, int(positions[stop - 1]) + 1)
-            out[at:stop] = span[positions[at:stop] - first]
-            at = stop
-        return out
+            out[at[i:stop]] = span[positions[i:stop] - first]
+            i = stop
 
 
 class _NpyOut:
@@ -700,7 +700,7 @@ class _NpyOut:
         return self
 
     def write(self, block: Vectors) -> None:
-        self.fh.write(np.ascontiguousarray(block, dtype=np.float32).tobytes())
+        self.fh.write(memoryview(np.ascontiguousarray(block, dtype=np.float32)))
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         try:
