@@ -288,7 +288,7 @@ def test_a_fold_streams_the_base_instead_of_copying_it(tmp_path: Path) -> None:
     """A fold's extra memory is a block of rows, not the scope: the old base's vectors
     are read from its file a block at a time into the new one (no copies of the whole
     scope in the writer, and no mapped pages of it left behind)."""
-    dim, n = 256, 80_000
+    dim, n = 256, 120_000
     path = tmp_path / "big.db"
 
     async def create() -> None:
@@ -318,7 +318,7 @@ def test_a_fold_streams_the_base_instead_of_copying_it(tmp_path: Path) -> None:
     reader = Reader.__new__(Reader)
     reader.db, reader.snapshots, reader.index = path, 0, index
     q = rng.standard_normal(dim).astype(np.float32)
-    reader.search(q)  # the base: n rows, 78 MB of vectors, searched exactly
+    reader.search(q)  # the base: n rows, 117 MB of vectors, searched exactly
     insert(2_000, n)
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # memory freed above leaves the RSS
@@ -328,7 +328,7 @@ def test_a_fold_streams_the_base_instead_of_copying_it(tmp_path: Path) -> None:
     assert reader.fold()
     extra_mb = (_status_kb("VmHWM") - before) / 1024
     scope_mb = n * dim * 4 / 2**20
-    assert extra_mb < scope_mb / 4, f"a fold took {extra_mb:.0f} MB for a {scope_mb:.0f} MB scope"
+    assert extra_mb < scope_mb / 3, f"a fold took {extra_mb:.0f} MB for a {scope_mb:.0f} MB scope"
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT rowid, vector FROM chunks ORDER BY rowid").fetchall()
     base = index.view(sqlite3.connect(path), BUCKET, 0)[0]

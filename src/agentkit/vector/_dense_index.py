@@ -700,7 +700,7 @@ class _NpyOut:
         return self
 
     def write(self, block: Vectors) -> None:
-        self.fh.write(memoryview(np.ascontiguousarray(block, dtype=np.float32)))
+        self.fh.write(np.ascontiguousarray(block, dtype=np.float32).data)
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         try:
