@@ -125,11 +125,12 @@ class Delta:
     ``rowids``/``vectors``: those of them that are the scope's rows now (in no order).
     """
 
-    __slots__ = ("base", "gen", "rowids", "touched", "vectors")
+    __slots__ = ("_masked", "base", "gen", "rowids", "touched", "vectors")
 
     def __init__(self, base: str, gen: int, dim: int) -> None:
         self.base = base
         self.gen = gen
+        self._masked: tuple[str, Rowids] | None = None
         self.touched: Rowids = np.zeros(0, dtype=np.int64)
         self.rowids: Rowids = np.zeros(0, dtype=np.int64)
         self.vectors: Vectors = np.zeros((0, dim), dtype=np.float32)
@@ -155,6 +156,16 @@ class Delta:
             vectors[at] = np.frombuffer(blob, dtype=np.float32)
         out.rowids, out.vectors = rowids, vectors
         return out
+
+    def masked(self, base: Base) -> Rowids:
+        """Positions in ``base`` of the rows this delta touched (found once per delta:
+        every query until the next change masks the same rows)."""
+        held = self._masked
+        if held is not None and held[0] == base.name:
+            return held[1]
+        found = base.positions(self.touched)
+        self._masked = (base.name, found)
+        return found
 
 
 class _Scope:
@@ -500,7 +511,7 @@ def search(
 ) -> list[tuple[float, int]]:
     """(score, rowid) best ``k`` of base (less what the delta touched) and delta."""
     query = np.ascontiguousarray(query, dtype=np.float32)
-    masked = base.positions(delta.touched)
+    masked = delta.masked(base)
     found = _from_delta(delta, query, k, allowed)
     if base.n:
         if allowed is not None and _few(allowed.size, base.n):
