@@ -9,8 +9,7 @@ a model, as in issue #25's probe). Then, side by side in one run:
 - a cold ``agentkit-memory query --dense`` and ``--lexical`` process each: wall time and
   peak RSS (``/usr/bin/time``-style, from ``wait4``), the ratio printed;
 - warm dense p50/p99 (after a first pass over the queries, which maps the graph's pages
-  and is printed apart)
-  and recall@10 against exact; exact mode's p50;
+  and is printed apart) and recall@10 against exact; exact mode's p50;
 - another process writes one record: this reader's next query (sees it?) and its RSS
   after 100 such writes.
 """
