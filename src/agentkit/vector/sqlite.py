@@ -937,22 +937,27 @@ class SQLiteVectorStore:
         if not dense.files.writable:
             return
         self._written.add(bucket)
-        stamp = dense.files.stamp_body(bucket)
-        folded = -1 if stamp is None else int(stamp["gen"])
-        rows = stamp.get("rows") if stamp is not None else None
-        threshold = dense.fold_threshold(rows if isinstance(rows, int) else 0)
-        if at_least is not None:
-            threshold = at_least
-        # One generation per changed row (see _sqlite_schema): how many changes since.
-        behind = scope_generation(self._db(), bucket) - max(folded, 0)
-        if folded < 0:
-            behind = max(behind, 1)
+
+        def behind() -> tuple[int, int]:
+            """(changes since the published base, the threshold for its size)"""
+            stamp = dense.files.stamp_body(bucket)
+            folded = -1 if stamp is None else int(stamp["gen"])
+            rows = stamp.get("rows") if stamp is not None else None
+            threshold = dense.fold_threshold(rows if isinstance(rows, int) else 0)
+            # One generation per changed row (see _sqlite_schema): changes since.
+            since = scope_generation(self._db(), bucket) - max(folded, 0)
+            return (since if folded >= 0 else max(since, 1)), (
+                threshold if at_least is None else at_least
+            )
+
+        changes, threshold = behind()
         running = self._folding.get(bucket)
         if running is not None:
-            if behind < 2 * threshold:
+            if changes < 2 * threshold:
                 return
             running.join()
-        if behind < max(1, threshold):
+            changes, threshold = behind()  # that fold took in what was there when it read
+        if changes < max(1, threshold):
             return
 
         def fold() -> None:
