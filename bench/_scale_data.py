@@ -117,6 +117,36 @@ def record_texts(pool: list[str], n: int, seed: int = SEED, start: int = 0) -> I
         yield f"{pool[a]} {pool[b]} {pool[c]}"
 
 
+def claims(folder: Path, count: int) -> list[str]:
+    """The first ``count`` query texts of the BEIR folder (SciFact's claims): what the
+    lexical and hybrid lines search for, real questions rather than record text."""
+    path = folder / "queries.jsonl"
+    if not path.exists():
+        raise SystemExit(f"no queries.jsonl in {folder}")
+    out: list[str] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            text = json.loads(line)["text"].strip()
+            if text:
+                out.append(text)
+            if len(out) >= count:
+                break
+    return out
+
+
+def claim_vectors(folder: Path, texts: list[str]) -> npt.NDArray[np.float32]:
+    """The claims' MiniLM vectors (cached like the sentences'): the hybrid line's query
+    vectors, so its dense half searches by what its text means."""
+    from agentkit.vector.sentence import SentenceTransformerEmbedder
+
+    model = SentenceTransformerEmbedder()
+    digest = file_hash(corpus_file(folder)) + "-claims"
+    cached = CachedEmbedder(model, cache_path(model.model_name, digest))
+    out = cached.embed_sync(texts)
+    cached.save()
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
 def query_vectors(
     pool_vectors: npt.NDArray[np.float32], count: int, seed: int = SEED + 1
 ) -> npt.NDArray[np.float32]:

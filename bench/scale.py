@@ -20,6 +20,7 @@ widens. Indexes are cached under the bench cache folder; a rerun reopens them.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import subprocess
 import sys
@@ -33,10 +34,15 @@ import numpy.typing as npt
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import _scale_lance  # noqa: E402
+import _scale_lexical  # noqa: E402
 import _scale_store  # noqa: E402
+import _scale_tenants  # noqa: E402
 from _scale_data import (  # noqa: E402
     CACHE_DIR,
     DEFAULT_CORPUS,
+    claim_vectors,
+    claims,
     query_vectors,
     record_texts,
     record_vectors,
@@ -49,7 +55,8 @@ K = 10
 CANDIDATES = 40  # what the store rescores for k=10 (OVERSAMPLE x k)
 FILTER_MOD = 100
 EF = EXPANSION_SEARCH  # one search breadth for every engine: the store's
-ENGINES = ("usearch_i8", "usearch_f16", "faiss", "hnswlib")
+ENGINES = ("usearch_i8", "usearch_f16", "faiss", "hnswlib", "lancedb")
+SECTIONS = ("store", "lexical", "tenants")
 
 
 def exact_truth(
@@ -154,7 +161,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", nargs="?", default=str(DEFAULT_CORPUS))
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES))
+    parser.add_argument("--engines", nargs="*", default=list(ENGINES))
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
         "--foreign-writes",
@@ -168,7 +175,16 @@ def main() -> None:
         action="store_true",
         help="the engines only, not the agentkit store beside them",
     )
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=SECTIONS, help="store sections to leave out"
+    )
+    parser.add_argument("--lance-ivf", action="store_true", help="LanceDB's IVF-PQ too")
+    parser.add_argument("--lance-queries", type=int, default=50, help="warm LanceDB queries")
+    parser.add_argument("--claims", type=int, default=200, help="lexical and hybrid queries")
+    parser.add_argument("--tenants", type=int, default=100, help="tenants in one file (0: none)")
+    parser.add_argument("--tenant-size", type=int, default=10_000, help="records per tenant")
     args = parser.parse_args()
+    skip = set(SECTIONS) if args.no_store else set(args.skip)
 
     texts, pool = sentence_vectors(Path(args.dir))
     print(f"sentence pool: {len(pool)} MiniLM vectors")
@@ -189,7 +205,7 @@ def main() -> None:
             f"{'p50 ms':>7} {'p99 ms':>7} {'recall':>7} {'rescored':>8} "
             f"{'1% p50':>7} {'1% rec':>7} {'short':>5}"
         )
-        for engine in args.engines:
+        for engine in (e for e in args.engines if e != "lancedb"):
             path = work / f"{engine}-{len(pool)}-{n}.index"
             rate = build(engine, vectors, path)
             r = probe(engine, path, vec_path, q_path, t_path)
@@ -208,10 +224,21 @@ def main() -> None:
             print(f"RESULT {stem}_p99_ms={r['p99_ms']:.3f}")
             print(f"RESULT {stem}_recall_at_10={r['rescored_recall']:.4f}")
             print(f"RESULT {stem}_filtered_recall_at_10={r['filter_recall']:.4f}")
-        if not args.no_store:
+        if "lancedb" in args.engines:
+            _scale_lance.run(
+                work / f"lancedb-{len(pool)}-{n}",
+                vectors,
+                q_path,
+                t_path,
+                label,
+                args.lance_ivf,
+                min(args.lance_queries, args.queries),
+            )
+        store = work / f"store-{len(pool)}-{n}.db"
+        if "store" not in skip:
             print(f"\nagentkit SQLiteVectorStore, {n:,} records, the same queries")
             _scale_store.run(
-                work / f"store-{len(pool)}-{n}.db",
+                store,
                 record_texts(texts, n),
                 vectors,
                 queries,
@@ -219,6 +246,37 @@ def main() -> None:
                 label,
                 args.foreign_writes,
             )
+        if "lexical" not in skip:
+            if not store.exists():
+                asyncio.run(_scale_store.load(store, record_texts(texts, n), vectors))
+            said = claims(Path(args.dir), args.claims)
+            _scale_lexical.run(
+                store,
+                _scale_store.SCOPE,
+                lambda n=n: record_texts(texts, n),
+                said,
+                claim_vectors(Path(args.dir), said),
+                label,
+                work,
+            )
+    if "tenants" not in skip and args.tenants > 0:
+        n = args.tenants * args.tenant_size
+        ref_n = min(args.sizes)
+        ref_label = f"{ref_n // 1000}k" if ref_n < 1_000_000 else f"{ref_n // 1_000_000}m"
+        reference = work / f"store-{len(pool)}-{ref_n}.db"
+        ref_vectors = record_vectors(pool, ref_n)
+        if not reference.exists():
+            asyncio.run(_scale_store.load(reference, record_texts(texts, ref_n), ref_vectors))
+        print(f"\n{args.tenants} tenants x {args.tenant_size:,} records in one store file")
+        _scale_tenants.run(
+            work / f"tenants-{len(pool)}-{args.tenants}x{args.tenant_size}.db",
+            args.tenants,
+            args.tenant_size,
+            record_texts(texts, n),
+            record_vectors(pool, n),
+            reference,
+            ref_label,
+        )
 
 
 if __name__ == "__main__":

@@ -67,9 +67,10 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "query_cost": ("--rows", "100"),
     "reader_hop": ("--rounds", "1"),
     # One engine: each builds its own graph, and the MiniLM sentences are encoded once.
+    # LanceDB (a bench-only dependency) is left out; three tenants of 100 in one file.
     "scale": (
         "{beir}", "--sizes", "300", "--engines", "usearch_i8", "--queries", "5",
-        "--foreign-writes", "2",
+        "--foreign-writes", "2", "--tenants", "3", "--tenant-size", "100",
     ),
     "tracing_overhead": (
         "--rounds", "2", "--calls", "1", "--chunks", "50", "--hot-calls", "10",

@@ -16,8 +16,10 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +27,7 @@ import pytest
 
 from agentkit.kernel import Scope
 from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore, _dense_index
+from agentkit.vector._dense_index import DenseIndexes
 from agentkit.vector._derived import STAMP
 
 ACME = Scope("acme", "support")
@@ -111,6 +114,39 @@ async def test_folds_happen_as_a_scope_grows_and_reads_stay_true(tmp_path: Path)
         folder = next(p for p in (tmp_path / "store.db.dense").iterdir() if p.is_dir())
         stamp = json.loads((folder / STAMP).read_text())
         assert stamp["graph"] and stamp["gen"] > 0  # a fold published a graph
+        got = await store.search_by_vector(q, k=10, scope=ACME, exact=True)
+        assert [c.id for _, c in got] == truth(db, ACME, q, 10)
+
+
+async def test_a_writer_that_outruns_the_folds_waits_for_the_one_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk load writes rows faster than a fold adds them to the graph; the writer
+    waits once the changes since the base reach twice the fold threshold, so what each
+    reader holds beside the base (and searches exactly) stays bounded."""
+    started, release = threading.Event(), threading.Event()
+    fold = DenseIndexes.fold
+
+    def held_fold(self: DenseIndexes, bucket: tuple[str, str], snapshot: Any) -> bool:
+        started.set()
+        assert release.wait(60)
+        return fold(self, bucket, snapshot)
+
+    monkeypatch.setattr(DenseIndexes, "fold", held_fold)
+    db = tmp_path / "store.db"
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=DIM)) as store:
+        await load(store, 160, seed=1, prefix="a")  # 160 changes >= 150: a fold starts
+        assert await asyncio.to_thread(started.wait, 30)
+        await load(store, 100, seed=2, prefix="b")  # 260 < 2 x 150: no wait
+        write = asyncio.ensure_future(load(store, 100, seed=3, prefix="c"))  # 360: waits
+        await asyncio.sleep(0.5)
+        assert not write.done()  # held until the fold under way is done
+        release.set()
+        await asyncio.wait_for(write, 60)
+        _wait_for_folds()
+        folder = next(p for p in (tmp_path / "store.db.dense").iterdir() if p.is_dir())
+        assert json.loads((folder / STAMP).read_text())["gen"] >= 260
+        q = clustered(1, seed=3)[0]
         got = await store.search_by_vector(q, k=10, scope=ACME, exact=True)
         assert [c.id for _, c in got] == truth(db, ACME, q, 10)
 

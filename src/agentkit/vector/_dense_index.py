@@ -34,6 +34,7 @@ import os
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from agentkit.vector._derived import (
     scope_rows,
 )
 from agentkit.vector._scope_matrix import top_k
+from agentkit.vector._sqlite_schema import scope_generation
 
 FORMAT = 1
 # Below this many rows a scope has no graph: an exact product over them is fast enough
@@ -61,7 +63,7 @@ FOLD_AT = 20_000
 GRAPH_DTYPE = "i8"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 512
+EXPANSION_SEARCH = 640
 # Graph candidates rescored per result wanted.
 OVERSAMPLE = 4
 # A filter admitting at most this many rows (or this share of the scope) is searched
@@ -69,16 +71,25 @@ OVERSAMPLE = 4
 FILTER_EXACT_ROWS = 20_000
 FILTER_EXACT_SHARE = 0.05
 _ADD_BLOCK = 5_000
+# Up to this many rows of a base are read with pread rather than through its mapping.
+_PREAD_ROWS = 1_024
+# Rows a fold copies from the old base to the new one at a time (6 MB of 384-d rows;
+# the fold holds about three such blocks at once).
+_MERGE_BLOCK = 4_096
+# The most changes a delta waits for before a fold (see DenseIndexes.fold_threshold).
+FOLD_MAX = 100_000
 
 Vectors = npt.NDArray[np.float32]
 Rowids = npt.NDArray[np.int64]
+Snapshot = Callable[[Callable[[sqlite3.Connection], "tuple[Base, Delta]"]], "tuple[Base, Delta]"]
+"""Runs a function on a connection inside one read transaction, and returns its result."""
 
 
 class Base:
     """One published base, memory-mapped: ``rowids`` ascending, ``vectors`` row-aligned,
     ``graph`` (usearch, keys = rowids) or None when the scope is searched exactly."""
 
-    __slots__ = ("gen", "graph", "graph_path", "name", "rowids", "vectors")
+    __slots__ = ("_fd", "gen", "graph", "graph_path", "name", "rowids", "vectors")
 
     def __init__(
         self,
@@ -95,10 +106,38 @@ class Base:
         self.vectors = vectors
         self.graph = graph
         self.graph_path = graph_path  # where the graph was mapped from (to fold it)
+        self._fd: int | None = None
+
+    def __del__(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+
+    def keep_open(self, path: Path) -> None:
+        """Hold the vectors' file open for ``rows`` (opened with the mapping: a fold may
+        sweep the name later, the open file stays readable)."""
+        with contextlib.suppress(OSError):
+            self._fd = os.open(path, os.O_RDONLY)
 
     @property
     def n(self) -> int:
         return int(self.rowids.shape[0])
+
+    def rows(self, positions: Rowids) -> Vectors:
+        """The vectors at ``positions``. A few rows of a mapped file are read with
+        ``pread``: through the mapping, each would map the kernel's whole page-cache
+        folio around it into this process (up to megabytes a row: 40 rescored rows
+        of a million cost ~40 MB of RSS that way)."""
+        vectors = self.vectors
+        if positions.size > _PREAD_ROWS or self._fd is None or not isinstance(vectors, np.memmap):
+            return np.asarray(vectors[positions])
+        row = vectors.shape[1] * 4
+        out = np.empty((positions.size, vectors.shape[1]), dtype=np.float32)
+        for i, at in enumerate(positions.tolist()):
+            data = os.pread(self._fd, row, vectors.offset + at * row)
+            if len(data) != row:
+                raise OSError(f"{vectors.filename} is shorter than its header says")
+            out[i] = np.frombuffer(data, dtype=np.float32)
+        return out
 
     def positions(self, rowids: Rowids) -> Rowids:
         """Positions of those ``rowids`` that the base holds (others dropped)."""
@@ -113,35 +152,43 @@ class Delta:
     """The rows changed since a base, as one process read them from the log.
 
     ``touched``: every rowid changed since the base (masked out of it), ascending;
-    ``rowids``/``vectors``: those of them that are the scope's rows now.
+    ``rowids``/``vectors``: those of them that are the scope's rows now (in no order).
     """
 
-    __slots__ = ("base", "gen", "rowids", "touched", "vectors")
+    __slots__ = ("_masked", "base", "gen", "rowids", "touched", "vectors")
 
     def __init__(self, base: str, gen: int, dim: int) -> None:
         self.base = base
         self.gen = gen
+        self._masked: tuple[str, Rowids] | None = None
         self.touched: Rowids = np.zeros(0, dtype=np.int64)
         self.rowids: Rowids = np.zeros(0, dtype=np.int64)
         self.vectors: Vectors = np.zeros((0, dim), dtype=np.float32)
 
-    def advanced(self, gen: int, touched: list[int], live: dict[int, bytes], dim: int) -> Delta:
-        """A new delta at ``gen``: ``touched`` rows changed since this one, ``live`` the
-        vectors of those that are the scope's rows now (this object is left as is, for
-        searches in flight)."""
-        out = Delta(self.base, gen, dim)
+    def advanced(self, gen: int, touched: list[int], rowids: Rowids, vectors: Vectors) -> Delta:
+        """A new delta at ``gen``: ``touched`` rows changed since this one, ``rowids`` and
+        ``vectors`` those of them that are the scope's rows now (this object is left as
+        is, for searches in flight)."""
+        out = Delta(self.base, gen, int(vectors.shape[1]))
         changed = np.asarray(touched, dtype=np.int64)
         out.touched = np.union1d(self.touched, changed)
         keep = ~np.isin(self.rowids, changed)
-        fresh = np.asarray(sorted(live), dtype=np.int64)
-        if fresh.size:
-            block = np.frombuffer(b"".join(live[int(r)] for r in fresh), dtype=np.float32)
-            fresh_vectors = block.reshape(fresh.size, dim)
+        if not keep.any():  # the usual case at a fold: nothing held yet (no copy)
+            out.rowids, out.vectors = rowids, vectors
         else:
-            fresh_vectors = np.zeros((0, dim), dtype=np.float32)
-        out.rowids = np.concatenate([self.rowids[keep], fresh])
-        out.vectors = np.concatenate([self.vectors[keep], fresh_vectors])
+            out.rowids = np.concatenate([self.rowids[keep], rowids])
+            out.vectors = np.concatenate([self.vectors[keep], vectors])
         return out
+
+    def masked(self, base: Base) -> Rowids:
+        """Positions in ``base`` of the rows this delta touched (found once per delta:
+        every query until the next change masks the same rows)."""
+        held = self._masked
+        if held is not None and held[0] == base.name:
+            return held[1]
+        found = base.positions(self.touched)
+        self._masked = (base.name, found)
+        return found
 
 
 class _Scope:
@@ -257,8 +304,15 @@ class DenseIndexes:
         touched = changed_rowids(conn, bucket, delta.gen)
         if touched is None:
             return None  # the log no longer reaches back: rebuild
-        live = {int(r): v for r, v in rows_of(conn, bucket, touched, "vector")}
-        return delta.advanced(gen, touched, live, self.dim)
+        # Straight into arrays: no Python object per row outlives its batch.
+        rowids = np.empty(len(touched), dtype=np.int64)
+        vectors = np.empty((len(touched), self.dim), dtype=np.float32)
+        found = 0
+        for rowid, blob in rows_of(conn, bucket, touched, "vector"):
+            rowids[found] = rowid
+            vectors[found] = np.frombuffer(blob, dtype=np.float32)
+            found += 1
+        return delta.advanced(gen, touched, rowids[:found], vectors[:found])
 
     def _open(self, bucket: tuple[str, str], stamp: dict[str, Any]) -> Base | None:
         """The published base the stamp names, memory-mapped; None if it is unreadable."""
@@ -270,8 +324,10 @@ class DenseIndexes:
             rowids = np.load(folder / f"{name}.rowids.npy", mmap_mode="r")
             vectors = np.load(folder / f"{name}.vectors.npy", mmap_mode="r")
             if (
-                rowids.dtype != np.int64 or rowids.ndim != 1
-                or vectors.dtype != np.float32 or vectors.shape != (rowids.shape[0], self.dim)
+                rowids.dtype != np.int64
+                or rowids.ndim != 1
+                or vectors.dtype != np.float32
+                or vectors.shape != (rowids.shape[0], self.dim)
             ):
                 return None
             graph, path = None, None
@@ -282,7 +338,9 @@ class DenseIndexes:
                     return None
         except (OSError, ValueError, EOFError):
             return None
-        return Base(name, int(stamp["gen"]), rowids, vectors, graph, path)
+        base = Base(name, int(stamp["gen"]), rowids, vectors, graph, path)
+        base.keep_open(folder / f"{name}.vectors.npy")
+        return base
 
     def search_rows(
         self,
@@ -305,7 +363,7 @@ class DenseIndexes:
     ) -> tuple[Base, Delta]:
         """A base from the scope's rows in ``conn``'s snapshot (published when writable)."""
         rowids, vectors = self._rows(conn, bucket)
-        base = self._publish(bucket, gen, rowids, vectors, None)
+        base = self._publish(bucket, gen, rowids, vectors)
         return base, Delta(base.name, gen, self.dim)
 
     def _rows(self, conn: sqlite3.Connection, bucket: tuple[str, str]) -> tuple[Rowids, Vectors]:
@@ -334,64 +392,134 @@ class DenseIndexes:
         with self.files.file_lock(bucket), scope.lock:
             scope.base, scope.delta = self._build(conn, bucket, gen)
 
-    def fold(self, conn: sqlite3.Connection, bucket: tuple[str, str], gen: int) -> bool:
-        """Fold the scope's delta into a new published base at ``conn``'s snapshot
-        (generation ``gen``); True if one was published. Writers call this when the
-        delta passed ``FOLD_AT``; it holds the scope's file lock meanwhile."""
+    def fold(self, bucket: tuple[str, str], snapshot: Snapshot) -> bool:
+        """Fold the scope's delta into a new published base; True if one was published.
+
+        ``snapshot(fn)`` runs ``fn(conn)`` in one short read transaction: the fold reads
+        the delta there (at the scope's generation g) and nothing else, then merges the
+        old base's files and the delta into the new base's outside it, a block at a
+        time, and publishes it at g (readers catch up from g by the change, as from
+        any base). So a fold neither holds a snapshot (the WAL checkpoints meanwhile)
+        nor copies the scope into memory: besides a block, it holds the delta and the
+        graph, which usearch can only change loaded (its file's size in memory).
+        Writers call this when the delta grew (see ``fold_threshold``); it holds the
+        scope's file lock meanwhile."""
         if not self.files.writable:
             return False
         with self.files.file_lock(bucket):
-            base, delta = self.view(conn, bucket, gen, locked=True)
+            base, delta = snapshot(
+                lambda conn: self.view(conn, bucket, scope_generation(conn, bucket), locked=True)
+            )
             if delta.touched.size == 0:
                 return False
-            keep = np.ones(base.n, dtype=bool)
-            keep[base.positions(delta.touched)] = False
-            rowids = np.concatenate([base.rowids[keep], delta.rowids])
-            vectors = np.concatenate([np.asarray(base.vectors[keep]), delta.vectors])
-            order = np.argsort(rowids, kind="stable")
-            rowids, vectors = rowids[order], np.ascontiguousarray(vectors[order])
-            new = self._publish(bucket, delta.gen, rowids, vectors, (base, delta))
+            new = self._publish_merged(bucket, base, delta)
             scope = self._scope(bucket)
             with scope.lock:
                 scope.base, scope.delta = new, Delta(new.name, delta.gen, self.dim)
             return True
 
+    def fold_threshold(self, rows: int) -> int:
+        """How many changes a base of ``rows`` rows waits for before a fold: half its
+        size (a fold rewrites the base, so a base grown from nothing is rewritten a
+        bounded number of times over, not once per ``fold_at`` rows), at least
+        ``fold_at`` and at most ``FOLD_MAX`` (each reader holds the delta in memory
+        and searches it exactly)."""
+        return int(min(max(self.fold_at, rows // 2), max(self.fold_at, FOLD_MAX)))
+
     def needs_fold(self, bucket: tuple[str, str]) -> bool:
         scope = self._scope(bucket)
-        delta = scope.delta
-        return delta is not None and delta.touched.size >= self.fold_at
+        delta, base = scope.delta, scope.base
+        rows = 0 if base is None else base.n
+        return delta is not None and delta.touched.size >= self.fold_threshold(rows)
 
-    def _publish(
-        self,
-        bucket: tuple[str, str],
-        gen: int,
-        rowids: Rowids,
-        vectors: Vectors,
-        previous: tuple[Base, Delta] | None,
-    ) -> Base:
-        """Write a base under fresh names, then point the stamp at it (atomically).
+    def _publish_merged(self, bucket: tuple[str, str], base: Base, delta: Delta) -> Base:
+        """A new base from ``base``'s files less what ``delta`` touched, plus ``delta``'s
+        rows, in rowid order, streamed block by block (see ``fold``)."""
+        keep = np.ones(base.n, dtype=bool)
+        keep[base.positions(delta.touched)] = False
+        kept = np.flatnonzero(keep)
+        combined = np.concatenate([base.rowids[kept], delta.rowids])
+        order = np.argsort(combined, kind="stable")
+        rowids: Rowids = combined[order]
+        del combined, keep
+        folder = self.files.dir(bucket)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"base-{delta.gen}-{uuid.uuid4().hex[:8]}"
+        vectors_path = folder / f"{name}.vectors.npy"
+        source = folder / f"{base.name}.vectors.npy"
+        with (
+            _NpyRows(source, self.dim) if base.n else contextlib.nullcontext() as old,
+            _NpyOut(vectors_path, rowids.shape[0], self.dim) as out,
+        ):
+            for start in range(0, rowids.shape[0], _MERGE_BLOCK):
+                picks = order[start : start + _MERGE_BLOCK]
+                block = np.empty((picks.shape[0], self.dim), dtype=np.float32)
+                from_base = picks < kept.shape[0]
+                if old is not None and from_base.any():
+                    where = np.flatnonzero(from_base)
+                    old.rows_into(kept[picks[where]], block, where)
+                from_delta = np.flatnonzero(~from_base)
+                block[from_delta] = delta.vectors[picks[from_delta] - kept.shape[0]]
+                out.write(block)
+        del order, kept
+        _save_npy(folder / f"{name}.rowids.npy", rowids)
+        graph = None
+        if rowids.shape[0] >= self.ann_from:
+            if base.graph_path is not None:
+                graph = _folded_graph(self.dim, base, delta)
+            else:
+                # The base had no graph: it was under ann_from, so with its delta this
+                # is a few fold thresholds of rows at most, read whole.
+                graph = _new_graph(self.dim)
+                with _NpyRows(vectors_path, self.dim) as rows:
+                    _add(graph, rowids, rows.span(0, rowids.shape[0]))
+        opened = self._finish(bucket, folder, name, delta.gen, rowids, graph)
+        if opened is None:
+            raise OSError(f"the dense base just written to {folder} does not open")
+        return opened
 
-        The graph is carried over from ``previous`` (its delta's rows removed and added)
-        when there is one, else built; a read-only store keeps the base in memory."""
+    def _publish(self, bucket: tuple[str, str], gen: int, rowids: Rowids, vectors: Vectors) -> Base:
+        """A base from rows in memory (a rebuild), written under fresh names and
+        published (a read-only store keeps it in memory)."""
         name = f"base-{gen}-{uuid.uuid4().hex[:8]}"
         graph = None
         if rowids.shape[0] >= self.ann_from:
-            graph = _graph(self.dim, rowids, vectors, previous)
+            graph = _new_graph(self.dim)
+            _add(graph, rowids, vectors)
         if not self.files.writable:
             return Base(name, gen, rowids, vectors, graph)
         folder = self.files.dir(bucket)
         folder.mkdir(parents=True, exist_ok=True)
-        _save_npy(folder / f"{name}.rowids.npy", rowids)
         _save_npy(folder / f"{name}.vectors.npy", vectors)
+        _save_npy(folder / f"{name}.rowids.npy", rowids)
+        opened = self._finish(bucket, folder, name, gen, rowids, graph)
+        return opened if opened is not None else Base(name, gen, rowids, vectors, graph)
+
+    def _finish(
+        self,
+        bucket: tuple[str, str],
+        folder: Path,
+        name: str,
+        gen: int,
+        rowids: Rowids,
+        graph: Any | None,
+    ) -> Base | None:
+        """Save the graph beside the base's arrays, then point the stamp at them (an
+        atomic rename: a reader, or a ``kill -9``, meets the old base or the new one).
+        The base as mapped from its files (None: they do not open back)."""
         if graph is not None:
             tmp = folder / f"{name}.usearch.tmp"
             graph.save(str(tmp))
             _fsync(tmp)
             os.replace(tmp, folder / f"{name}.usearch")
-        self.files.write_stamp(bucket, gen, base=name, graph=graph is not None)
+        self.files.write_stamp(
+            bucket, gen, base=name, graph=graph is not None, rows=int(rowids.shape[0])
+        )
         _sweep(folder, keep=name)
         opened = self._open(bucket, {"base": name, "gen": gen, "graph": graph is not None})
-        return opened if opened is not None else Base(name, gen, rowids, vectors, graph)
+        if opened is not None and graph is not None:
+            graph.reset()  # its memory goes now, not whenever the collector runs
+        return opened
 
     def _scope(self, bucket: tuple[str, str]) -> _Scope:
         with self._lock:
@@ -415,7 +543,7 @@ def search(
 ) -> list[tuple[float, int]]:
     """(score, rowid) best ``k`` of base (less what the delta touched) and delta."""
     query = np.ascontiguousarray(query, dtype=np.float32)
-    masked = base.positions(delta.touched)
+    masked = delta.masked(base)
     found = _from_delta(delta, query, k, allowed)
     if base.n:
         if allowed is not None and _few(allowed.size, base.n):
@@ -447,7 +575,7 @@ def _exact_rows(
     positions = np.setdiff1d(positions, masked, assume_unique=False)
     if positions.size == 0:
         return []
-    block = np.asarray(base.vectors[positions])
+    block = base.rows(positions)
     top = top_k(block, positions.size, query, k)
     return [(s, int(base.rowids[positions[i]])) for s, i in top]
 
@@ -491,7 +619,7 @@ def _approximate(
             keys = keys[np.isin(keys, allowed)]
         if keys.size >= k:
             at = np.sort(base.positions(keys))
-            scores = np.asarray(base.vectors[at]) @ query
+            scores = base.rows(at) @ query
             top = np.argsort(-scores, kind="stable")[:k]
             return [(float(scores[i]), int(base.rowids[at[i]])) for i in top]
         if count >= base.n:
@@ -502,40 +630,41 @@ def _approximate(
 # -- files ---------------------------------------------------------------------------
 
 
-def _graph(
-    dim: int,
-    rowids: Rowids,
-    vectors: Vectors,
-    previous: tuple[Base, Delta] | None,
-) -> Any:
-    """The HNSW graph over ``rowids``: the previous base's, its delta's rows taken out
-    and put in, or a new one, a block of rows at a time."""
+def _new_graph(dim: int) -> Any:
     from usearch.index import Index
 
-    def add(graph: Any, keys: Rowids, rows: Vectors) -> None:
-        for start in range(0, keys.shape[0], _ADD_BLOCK):
-            graph.add(
-                keys[start : start + _ADD_BLOCK].astype(np.uint64),
-                np.ascontiguousarray(rows[start : start + _ADD_BLOCK]), threads=2,
-            )
-
-    if previous is not None and previous[0].graph_path is not None:
-        base, delta = previous
-        graph = Index(
-            ndim=dim, metric="ip", dtype=GRAPH_DTYPE, connectivity=CONNECTIVITY,
-            expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH,
-        )
-        graph.load(str(base.graph_path))  # a private, writable copy of the old graph
-        stale = np.intersect1d(delta.touched, base.rowids)
-        if stale.size:
-            graph.remove(stale.astype(np.uint64))
-        add(graph, delta.rowids, delta.vectors)
-        return graph
-    graph = Index(
-        ndim=dim, metric="ip", dtype=GRAPH_DTYPE, connectivity=CONNECTIVITY,
-        expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH,
+    return Index(
+        ndim=dim,
+        metric="ip",
+        dtype=GRAPH_DTYPE,
+        connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD,
+        expansion_search=EXPANSION_SEARCH,
     )
-    add(graph, rowids, vectors)
+
+
+def _add(graph: Any, keys: Rowids, rows: Vectors) -> None:
+    """Add rows to the graph a block at a time (usearch builds with two threads).
+
+    In the order given: grouping similar rows first (so neighbours sit near each other
+    in the file) built 1.7x slower and searched slower at 100k (bench/RESULTS.md)."""
+    for start in range(0, keys.shape[0], _ADD_BLOCK):
+        graph.add(
+            keys[start : start + _ADD_BLOCK].astype(np.uint64),
+            np.ascontiguousarray(rows[start : start + _ADD_BLOCK]),
+            threads=2,
+        )
+
+
+def _folded_graph(dim: int, base: Base, delta: Delta) -> Any:
+    """The base's graph, loaded writable (a private copy: the file's size in memory),
+    the delta's touched rows taken out and its current rows put in."""
+    graph = _new_graph(dim)
+    graph.load(str(base.graph_path))
+    stale = np.intersect1d(delta.touched, base.rowids)
+    if stale.size:
+        graph.remove(stale.astype(np.uint64))
+    _add(graph, delta.rowids, delta.vectors)
     return graph
 
 
@@ -549,6 +678,85 @@ def _open_graph(path: Path, dim: int, n: int) -> Any | None:
     if graph is None or graph.ndim != dim or len(graph) != n:
         return None
     return graph
+
+
+class _NpyRows:
+    """Rows of a float32 ``.npy`` matrix read with ``pread`` into blocks: unlike a
+    mapping, what was read does not stay in this process's memory."""
+
+    def __init__(self, path: Path, dim: int) -> None:
+        self.dim = dim
+        self.row = dim * 4
+        self.fh = open(path, "rb")  # closed by __exit__
+        try:
+            version = np.lib.format.read_magic(self.fh)
+            read = {
+                (1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0,
+            }.get(version)
+            if read is None:
+                raise ValueError(f"{path}: .npy format {version} is not one this reads")
+            shape, fortran, dtype = read(self.fh)
+        except BaseException:
+            self.fh.close()
+            raise
+        if fortran or dtype != np.float32 or len(shape) != 2 or shape[1] != dim:
+            self.fh.close()
+            raise ValueError(f"{path} is not a float32 matrix of width {dim}")
+        self.offset = self.fh.tell()
+
+    def __enter__(self) -> _NpyRows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.fh.close()
+
+    def span(self, start: int, stop: int) -> Vectors:
+        """Rows ``start`` to ``stop`` (exclusive)."""
+        data = os.pread(self.fh.fileno(), (stop - start) * self.row, self.offset + start * self.row)
+        if len(data) != (stop - start) * self.row:
+            raise ValueError("a dense base's vectors file is shorter than its header says")
+        return np.frombuffer(data, dtype=np.float32).reshape(stop - start, self.dim)
+
+    def rows_into(self, positions: Rowids, out: Vectors, at: Rowids) -> None:
+        """``out[at] = rows at positions`` (ascending), a bounded span read at a time."""
+        i = 0
+        while i < positions.shape[0]:
+            first = int(positions[i])
+            stop = int(np.searchsorted(positions, first + _MERGE_BLOCK, side="left"))
+            span = self.span(first, int(positions[stop - 1]) + 1)
+            out[at[i:stop]] = span[positions[i:stop] - first]
+            i = stop
+
+
+class _NpyOut:
+    """A float32 ``.npy`` matrix of known shape written a block at a time, then synced
+    and renamed into place (never seen half written)."""
+
+    def __init__(self, path: Path, n: int, dim: int) -> None:
+        self.path = path
+        self.tmp = path.with_name(path.name + ".tmp")
+        self.fh = open(self.tmp, "wb")  # closed by __exit__
+        header = {"descr": "<f4", "fortran_order": False, "shape": (n, dim)}
+        np.lib.format.write_array_header_1_0(self.fh, header)
+
+    def __enter__(self) -> _NpyOut:
+        return self
+
+    def write(self, block: Vectors) -> None:
+        self.fh.write(np.ascontiguousarray(block, dtype=np.float32).data)
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                self.fh.flush()
+                os.fsync(self.fh.fileno())
+        finally:
+            self.fh.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
 
 
 def _save_npy(path: Path, array: npt.NDArray[Any]) -> None:

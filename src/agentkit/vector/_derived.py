@@ -99,6 +99,8 @@ class DerivedRoot:
         self.writable = writable and store_id is not None
         self.format = dict(format)
         self.legacy = dict(legacy or {})
+        # the last stamp read per scope: (its file's identity, what it said)
+        self._seen: dict[tuple[str, str], tuple[tuple[int, ...], dict[str, Any] | None]] = {}
 
     def dir(self, bucket: tuple[str, str]) -> Path:
         return self.root / scope_dir_name(bucket)
@@ -115,11 +117,29 @@ class DerivedRoot:
             os.close(fd)
 
     def stamp_body(self, bucket: tuple[str, str]) -> dict[str, Any] | None:
-        """The scope's stamp if it is this store's, this scope's and this format's."""
+        """The scope's stamp if it is this store's, this scope's and this format's.
+
+        Read on every query, so it is parsed again only when the file changed: a stamp
+        is replaced by rename, so its inode, times or size differ (a ``stat`` instead of
+        an open, a read and a parse)."""
+        path = self.dir(bucket) / STAMP
         try:
-            data = json.loads((self.dir(bucket) / STAMP).read_text())
+            st = os.stat(path)
+        except OSError:
+            return None
+        sig = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+        seen = self._seen.get(bucket)
+        if seen is not None and seen[0] == sig:
+            return None if seen[1] is None else dict(seen[1])
+        try:
+            data = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
+        body = self._checked(bucket, data)
+        self._seen[bucket] = (sig, body)
+        return None if body is None else dict(body)
+
+    def _checked(self, bucket: tuple[str, str], data: Any) -> dict[str, Any] | None:
         if (
             not isinstance(data, dict)
             or self.store_id is None

@@ -924,34 +924,52 @@ class SQLiteVectorStore:
     def _fold_if_grown(
         self, bucket: tuple[str, str], *, at_least: int | None = None, wait: bool = False
     ) -> None:
-        """Fold the scope's dense delta into a new base once the log since the base
-        holds ``at_least`` changes (default ``fold_at``): on a thread of its own (a
-        large scope's fold takes a while, and reads go on from the old base meanwhile),
-        or here when ``wait``. Runs on the writer thread."""
+        """Fold the scope's dense delta into a new base once ``at_least`` changes came
+        since the base (default: the index's ``fold_threshold`` for the base's size), on
+        a thread of its own (a large scope's fold takes a while, and reads go on from
+        the old base meanwhile), or here when ``wait``. Runs on the writer thread.
+
+        A writer that outruns the folds (a bulk load builds the graph slower than it
+        writes rows) waits for the fold under way once the delta reached twice the
+        threshold, so every reader's delta stays bounded rather than the whole load
+        landing in it and in the fold at close."""
         dense = self._dense_indexes()
         if not dense.files.writable:
             return
         self._written.add(bucket)
-        if bucket in self._folding:
-            return
-        folded = dense.folded(bucket)
-        behind = self._db().execute(
-            "SELECT count(*) FROM changes WHERE org = ? AND domain = ? AND gen > ?",
-            (*bucket, -1 if folded is None else folded),
-        ).fetchone()[0]
-        if behind < max(1, dense.fold_at if at_least is None else at_least):
+
+        def behind() -> tuple[int, int]:
+            """(changes since the published base, the threshold for its size)"""
+            stamp = dense.files.stamp_body(bucket)
+            folded = -1 if stamp is None else int(stamp["gen"])
+            rows = stamp.get("rows") if stamp is not None else None
+            threshold = dense.fold_threshold(rows if isinstance(rows, int) else 0)
+            # One generation per changed row (see _sqlite_schema): changes since.
+            since = scope_generation(self._db(), bucket) - max(folded, 0)
+            return (since if folded >= 0 else max(since, 1)), (
+                threshold if at_least is None else at_least
+            )
+
+        changes, threshold = behind()
+        running = self._folding.get(bucket)
+        if running is not None:
+            if changes < 2 * threshold:
+                return
+            running.join()
+            changes, threshold = behind()  # that fold took in what was there when it read
+        if changes < max(1, threshold):
             return
 
-        def fold(conn: sqlite3.Connection) -> None:
-            dense.fold(conn, bucket, scope_generation(conn, bucket))
+        def fold() -> None:
+            dense.fold(bucket, self._in_snapshot)
 
         if wait:
-            self._in_snapshot(fold)
+            fold()
             return
 
         def run() -> None:
             try:
-                self._in_snapshot(fold)
+                fold()
             except Exception:  # a derived index: the next fold or read rebuilds it
                 _log.warning("folding the dense index of %s/%s failed", *bucket, exc_info=True)
             finally:
