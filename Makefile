@@ -36,8 +36,15 @@ $(WHEELS)/.minilm: $(BIN)/python $(MODEL_SRC)
 	$(PIP) wheel --quiet --no-deps -w $(WHEELS) ./$(MODEL)
 	touch $@
 
+# What needs no model file installs while the model wheel builds: a sub-make runs the two
+# at once (each is mostly one core's work), then the extras that need the wheel follow.
+$(VENV)/.deps: $(BIN)/python $(DEPS)
+	$(PIP) install --quiet -e ".[postgres]" -e bridges/langchain -e bridges/llamaindex
+	touch $@
+
 # The model wheel keeps its version when its build changes: reinstall it explicitly.
-$(VENV)/.installed: $(BIN)/python $(DEPS) $(WHEELS)/.minilm
+$(VENV)/.installed: $(BIN)/python $(DEPS) $(MODEL_SRC)
+	$(MAKE) --no-print-directory -j2 $(VENV)/.deps $(WHEELS)/.minilm
 	$(PIP) install --quiet $(PKGS)
 	$(PIP) install --quiet --no-deps --force-reinstall $(WHEELS)/agentkit_minilm_onnx-*.whl
 	touch $@
