@@ -43,11 +43,7 @@ DIM = 384
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json's max_seq_length
 SHARED = "word_embeddings.bin"
 #: Weights whose MatMul int8 leaves in float (see _model_files).
-KEEP_FLOAT = (
-    tuple(os.environ.get("AGENTKIT_MINILM_KEEP_FLOAT", "l0_ffn_out_w").split(","))
-    if os.environ.get("AGENTKIT_MINILM_KEEP_FLOAT") is not None
-    else ("l0_ffn_out_w",)
-)
+KEEP_FLOAT = ("l0_ffn_out_w",)
 #: The int8 file's vector space, as stores record it (agentkit.vector._embedder_id's
 #: ONNX_RECORDED): a new label whenever a change to the build moves int8's vectors.
 INT8_LABEL = "int8.2"
