@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -49,6 +50,7 @@ sys.path.insert(0, str(HERE))
 from _embed_cache import CACHE_DIR, file_hash  # noqa: E402
 
 from agentkit.cli import _eval, _ingest  # noqa: E402
+from agentkit.cli._embedder_choice import DEFAULT  # noqa: E402
 from agentkit.kernel import Scope  # noqa: E402
 from agentkit.vector import SQLiteVectorStore  # noqa: E402
 
@@ -142,9 +144,11 @@ def corpus_store(corpus: Path) -> Path:
     if db.exists():
         with sqlite3.connect(db) as conn:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("embedder", "").endswith("(onnxruntime int8)"):
+        if meta.get("embedder") == DEFAULT.name:  # else an older model's vectors
             return db
         db.unlink()
+        for derived in db.parent.glob(db.name + ".*"):  # its indexes beside it
+            shutil.rmtree(derived, ignore_errors=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     _cli("--store", str(db), "ingest", str(corpus), cwd=ROOT)

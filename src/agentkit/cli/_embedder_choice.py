@@ -24,6 +24,8 @@ from agentkit.vector._embedder_id import (
     BUNDLED_NAMES,
     DEFAULT_MODEL,
     FULL_PRECISION,
+    OLD_ONNX_INT8,
+    ONNX_RECORDED,
     canonical_name,
     embedder_name,
     parse,
@@ -36,6 +38,7 @@ _HASHING = embedder_name(HashingEmbedder())
 _ONNX = "onnxruntime"
 _ST = "sentence-transformers"
 _ONNX_PRECISIONS = ("int8", "fp32")
+_FROM_LABEL = {label: precision for precision, label in ONNX_RECORDED.items()}
 _FALLBACK = "(or use --hashing, or query --lexical)"
 _NO_ONNX_HINT = (
     "the default embedder's model (agentkit-minilm-onnx) is not installed; install it with: "
@@ -61,7 +64,8 @@ class Choice:
         """What a store will record for it (``embedder_name`` of the built embedder)."""
         if self.engine == "hashing":
             return _HASHING
-        return f"{self.model} ({self.engine} {self.precision})"
+        label = ONNX_RECORDED[self.precision] if self.engine == _ONNX else self.precision
+        return f"{self.model} ({self.engine} {label})"
 
     @property
     def flag(self) -> str:
@@ -136,14 +140,21 @@ def from_record(recorded: tuple[str, int]) -> Choice:
     if name == _HASHING:
         return Choice("hashing", dim=dim)
     model, engine, precision = parse(name)
-    if model == DEFAULT_MODEL and precision in _ONNX_PRECISIONS:
-        if precision == FULL_PRECISION and engine in (None, _ST) and not _onnx_installed():
+    if model == DEFAULT_MODEL and precision == FULL_PRECISION and engine in (None, _ST, _ONNX):
+        if engine != _ONNX and not _onnx_installed():
             return Choice(_ST)  # same vectors; only the engine this install has
-        return Choice(_ONNX, precision=precision)
+        return Choice(_ONNX, precision=FULL_PRECISION)
+    if model == DEFAULT_MODEL and engine == _ONNX and precision in _FROM_LABEL:
+        return Choice(_ONNX, precision=_FROM_LABEL[precision])
     if engine in (None, _ST) and precision == FULL_PRECISION:
         return Choice(_ST, model=model)
+    made_by = (
+        " (the int8 model of agentkit-minilm-onnx 0.1, whose vectors this one's differ from)"
+        if model == DEFAULT_MODEL and engine == _ONNX and precision == OLD_ONNX_INT8
+        else ""
+    )
     raise StoreError(
-        f"the store's vectors are from {name!r}, which this install cannot make; "
+        f"the store's vectors are from {name!r}{made_by}, which this install cannot make; "
         "query it with --lexical, or re-embed into a new store"
     )
 

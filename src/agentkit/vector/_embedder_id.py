@@ -12,6 +12,11 @@ other to cosine >= 0.9999 (onnxruntime fp32 against sentence-transformers on tor
 1.000000 mean and min), so they are one vector space, and so is a legacy name; a lower
 precision agrees only to about 0.995 (int8: mean 0.995, 0.96 on very short texts), below
 the 0.999 a store needs, so it is a space of its own. Mixing two spaces is refused.
+
+A rebuilt model whose vectors move records a new precision label: the int8 model of
+agentkit-minilm-onnx 0.2 (fused attention, first FFN output in float) agrees with 0.1's
+int8 only to cosine 0.998 mean, so it records ``int8.2`` and a store of 0.1's (``int8``)
+is never extended with it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,11 @@ BUNDLED_NAMES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2"})
 FULL_PRECISION = "fp32"
 #: The end of every refusal to mix two vector spaces in one store.
 MIX_HINT = "Open it with the embedder it records, or re-embed into a new store."
-_RECORD = re.compile(r"^(?P<model>.+) \((?P<engine>[A-Za-z0-9_.-]+) (?P<precision>\w+)\)$")
+#: The label a store records for each precision of the bundled ONNX model (see above).
+ONNX_RECORDED = {"int8": "int8.2", "fp32": FULL_PRECISION}
+#: What the int8 model of agentkit-minilm-onnx 0.1 recorded; this install cannot make it.
+OLD_ONNX_INT8 = "int8"
+_RECORD = re.compile(r"^(?P<model>.+) \((?P<engine>[A-Za-z0-9_.-]+) (?P<precision>[\w.]+)\)$")
 
 
 class Recorded(NamedTuple):

@@ -6,7 +6,7 @@ time). Semantics match sentence-transformers' encoding of the same model: the gr
 in mean pooling over the attention mask and L2 normalisation, text is cut at 256 tokens
 (``[CLS]`` and ``[SEP]`` included) and batches are formed from texts of similar length.
 fp32 gives sentence-transformers' vectors (cosine >= 0.9999); int8, the default, is
-about three times faster and a vector space of its own (see ``_embedder_id``).
+about twice as fast and a vector space of its own (see ``_embedder_id``).
 
 onnxruntime and tokenizers import when the embedder is built, not at import.
 """
@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentkit.kernel.errors import InvalidArgument, InvalidArgumentType, StoreError
-from agentkit.vector._embedder_id import DEFAULT_MODEL
+from agentkit.vector._embedder_id import DEFAULT_MODEL, ONNX_RECORDED
 from agentkit.vector.hashing import _check_texts
 
 ENGINE = "onnxruntime"
@@ -57,7 +57,8 @@ class OnnxEmbedder:
     The model loads when the object is built, so a missing or damaged file fails where
     the embedder is made, in one line naming the file and how to rebuild it, before
     anything is written. ``model_name``, ``engine`` and ``precision`` are what a durable
-    store records.
+    store records; ``precision`` is the label of the vectors' build: ``"fp32"``, or
+    ``"int8.2"`` for int8 (``_embedder_id.ONNX_RECORDED``).
 
     Args:
         precision: ``"int8"`` (default, fastest) or ``"fp32"`` (sentence-transformers'
@@ -91,17 +92,19 @@ class OnnxEmbedder:
         if batch_size < 1:
             raise InvalidArgument(f"batch_size must be >= 1, got {batch_size}")
         self.model_name = DEFAULT_MODEL
-        self.precision = precision
+        self._asked = precision
+        # What a store records: int8's label names the build of its vectors ("int8.2").
+        self.precision = ONNX_RECORDED[precision]
         self.batch_size = batch_size
         folder = Path(path) if path is not None else model_dir()
         manifest = _manifest(folder)
         self.dim: int = int(manifest["dim"])
         self.max_seq_length: int = int(manifest["max_seq_length"])
-        self._session = _session(folder / f"{precision}.onnx", manifest, precision)
+        self._session = _session(folder / f"{precision}.onnx", manifest, self.precision)
         self._tokenizer = _tokenizer(folder / "tokenizer.json", self.max_seq_length)
 
     def __repr__(self) -> str:
-        return f"OnnxEmbedder({self.precision!r}, dim={self.dim})"
+        return f"OnnxEmbedder({self._asked!r}, dim={self.dim})"
 
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Encode ``texts`` off the event loop; rows are L2-normalised float32."""
@@ -153,8 +156,9 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 def _session(path: Path, manifest: dict[str, Any], precision: str) -> Any:
     """An inference session on ``path``, after cheap checks that it is the right file:
-    its size against the manifest (a truncated copy) and the model and precision the
-    build wrote into it (another model's file put in its place)."""
+    its size against the manifest (a truncated copy) and the model and precision label
+    the build wrote into it (another model's file put in its place, or an older build
+    whose vectors differ)."""
     # The graph, and the tables it shares with the other precision's (external data).
     for needed in (path, *(path.with_name(str(n)) for n in manifest.get("shared", []))):
         _check_size(needed, manifest)
