@@ -54,6 +54,10 @@ FILTERS: list[dict[str, Any]] = [
     {"n": {"$lt": 2**53 + 1}},
     {"n": 2**53 + 1},
     {"n": {"$gt": 10**399}},
+    {"n": {"$lt": 10**401}},
+    {"n": -(2**70) - 1},
+    {"n": 0.1 + 0.2},
+    {"n": {"$gt": 0.3}},
     {"a.b": {"$in": [1, "x", False]}},
     {"a.b": {"$ne": 1}},
     {'q"k': {"$lt": "z"}},
@@ -67,7 +71,21 @@ FILTERS: list[dict[str, Any]] = [
 
 def _value(rng: random.Random, fresh: str) -> Any:
     pool: list[Any] = [None, True, False, 0, 1, 1.0, 2.5, 3, 4, 7, 2**53, float(2**53)]
-    pool += [2**60, 2**60 + 1, -(2**70), 1e300, 10**400, "", "a", "b", "m", "z", "é", fresh]
+    pool += [
+        2**60,
+        2**60 + 1,
+        -(2**70) - 1,
+        1e300,
+        10**400,
+        0.1 + 0.2,
+        "",
+        "a",
+        "b",
+        "m",
+        "z",
+        "é",
+        fresh,
+    ]
     return rng.choice([*pool, [1], {"x": 1}])
 
 
@@ -98,6 +116,10 @@ async def test_a_reader_sees_every_write_of_another_connection(tmp_path: Path) -
     emb = HashingEmbedder(dim=32)
     async with SQLiteVectorStore(db, embedder=emb) as writer:
         first = [Chunk(f"r{i}", f"walrus note {i}", _metadata(rng, "m")) for i in range(60)]
+        # Numbers SQLite or float64 would not read exactly, in the rows built by SQLite.
+        exact = [10**400, -(2**70) - 1, 2**53 + 1, float(2**53), 0.1 + 0.2]
+        for c, n in zip(first[: len(exact)], exact, strict=True):
+            c.metadata["n"] = n
         await writer.upsert(first, scope=ACME)
         await writer.upsert([Chunk("x", "walrus elsewhere", {"s": "!"})], scope=OTHER)
         truth.update({c.id: dict(c.metadata) for c in first})

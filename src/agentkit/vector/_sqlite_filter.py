@@ -42,7 +42,9 @@ from agentkit.vector._where_columns import (
     FALSE,
     MISSING,
     NULL,
+    NUMBER,
     OTHER,
+    STRING,
     TRUE,
     Column,
     ColumnBuilder,
@@ -54,7 +56,8 @@ from agentkit.vector._where_columns import (
 _BATCH = 2_000
 _ABSENT = (MISSING, math.nan, None)
 _FLOATISH = frozenset(".eE")
-_KINDS = {"null": NULL, "true": TRUE, "false": FALSE, "array": OTHER, "object": OTHER}
+_EXACT = 2**53  # a number's float at or past this may be an integer it rounded
+_NONE = np.zeros(0, dtype=np.int64)
 _log = logging.getLogger("agentkit.vector")
 
 
@@ -138,9 +141,11 @@ def _keys(where: Where) -> list[str]:
 
 
 def _rowids(conn: sqlite3.Connection, bucket: tuple[str, str]) -> npt.NDArray[np.int64]:
-    cur = conn.execute("SELECT rowid FROM chunks WHERE org = ? AND domain = ?", bucket)
-    parts = [np.array(batch, dtype=np.int64).reshape(-1) for batch in _batches(cur)]
-    rowids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    """The scope's rowids, ascending (one text from SQLite, parsed by numpy)."""
+    (text,) = conn.execute(
+        "SELECT group_concat(rowid) FROM chunks WHERE org = ? AND domain = ?", bucket
+    ).fetchone()
+    rowids = np.fromstring(text or "", dtype=np.int64, sep=",") if text else _NONE.copy()
     rowids.sort()
     _log.debug("filter columns of %s: %d rowids read", scope_text(bucket), len(rowids))
     return rowids
@@ -188,20 +193,10 @@ def _build(
 ) -> Column:
     """``key``'s column over ``rowids`` (the scope's rows in ``conn``'s snapshot)."""
     builder = ColumnBuilder(len(rowids))
-    found = 0
     if plain_key(key):
-        cur = conn.execute(
-            "SELECT rowid, json_type(metadata, ?1), metadata -> ?1, json_extract(metadata, ?1) "
-            "FROM chunks WHERE org = ?2 AND domain = ?3 AND json_type(metadata, ?1) IS NOT NULL",
-            (f'$."{key}"', *bucket),
-        )
-        for batch in _batches(cur):
-            ids = np.fromiter((r[0] for r in batch), np.int64, len(batch))
-            at = np.searchsorted(rowids, ids).tolist()
-            for i, (_, kind, raw, value) in zip(at, batch, strict=True):
-                builder.add(i, *_sql_value(kind, raw, value))
-            found += len(batch)
+        found = _build_by_path(conn, bucket, rowids, key, builder)
     else:
+        found = 0
         cur = conn.execute(
             "SELECT rowid, metadata FROM chunks WHERE org = ? AND domain = ?", bucket
         )
@@ -223,11 +218,68 @@ def _build(
     return builder.done()
 
 
-def _sql_value(kind: str, raw: str, value: Any) -> tuple[int, float, Any]:
-    """A value as SQLite's JSON functions give it, classified as ``classify`` would the
-    parsed value: numbers from their JSON text, read as Python reads it."""
-    if kind == "text":
-        return classify(value if isinstance(value, str) else json.loads(raw))
-    if kind in ("integer", "real"):  # Python's json: an int unless a fraction or exponent
-        return classify(float(raw) if _FLOATISH.intersection(raw) else int(raw))
-    return _KINDS[kind], math.nan, None
+# The JSON kind as SQLite names it, as a column kind (None: the key is missing).
+_KINDS: dict[str | None, int] = {
+    None: MISSING,
+    "null": NULL,
+    "false": FALSE,
+    "true": TRUE,
+    "integer": NUMBER,
+    "real": NUMBER,
+    "text": STRING,
+    "array": OTHER,
+    "object": OTHER,
+}
+# A real comes as its JSON text (read by Python, not by SQLite's own parser); an integer
+# as SQLite's int64, exact; a string decoded.
+_BY_PATH = (
+    "SELECT rowid, json_type(metadata, ?1), CASE json_type(metadata, ?1) "
+    "WHEN 'real' THEN metadata -> ?1 ELSE json_extract(metadata, ?1) END "
+    "FROM chunks WHERE org = ?2 AND domain = ?3"
+)
+
+
+def _build_by_path(
+    conn: sqlite3.Connection,
+    bucket: tuple[str, str],
+    rowids: npt.NDArray[np.int64],
+    key: str,
+    builder: ColumnBuilder,
+) -> int:
+    """SQLite extracts the key from each row; a batch at a time becomes arrays. A number
+    float64 may not hold exactly is classified one by one; an integer too wide for
+    SQLite's int64 (which SQLite reads as a double) is re-read and parsed by Python."""
+    cur = conn.execute(_BY_PATH, (f'$."{key}"', *bucket))
+    found = 0
+    wide: list[tuple[int, int]] = []  # (row, rowid) of integers past int64
+    for batch in _batches(cur):
+        ids, types, values = zip(*batch, strict=True)
+        at = np.searchsorted(rowids, np.array(ids, dtype=np.int64))
+        kind = np.fromiter(map(_KINDS.__getitem__, types), np.int8, len(batch))
+        builder.kind[at] = kind
+        found += int(np.count_nonzero(kind))
+        numbers = np.flatnonzero(kind == NUMBER)
+        if numbers.size:
+            raw = [values[i] for i in numbers.tolist()]
+            num = np.fromiter(map(float, raw), np.float64, len(raw))
+            builder.num[at[numbers]] = num
+            for j in np.flatnonzero(np.abs(num) >= _EXACT).tolist():
+                row, value = int(at[numbers[j]]), raw[j]
+                if isinstance(value, float):  # SQLite's double for a wider integer
+                    wide.append((row, int(rowids[row])))
+                    continue
+                builder.add(row, *(_number(value) if isinstance(value, str) else classify(value)))
+        strings = np.flatnonzero(kind == STRING)
+        if strings.size:
+            builder.add_strings(at[strings], [values[i] for i in strings.tolist()])
+    if wide:
+        where = dict((rowid, row) for row, rowid in wide)
+        for rowid, text in rows_of(conn, bucket, sorted(where), "metadata"):
+            builder.add(where[rowid], *classify(json.loads(text)[key]))
+    return found
+
+
+def _number(raw: str) -> tuple[int, float, Any]:
+    """A JSON number's text as Python's json reads it: an int unless it has a fraction
+    or an exponent."""
+    return classify(float(raw) if _FLOATISH.intersection(raw) else int(raw))

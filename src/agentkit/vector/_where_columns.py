@@ -23,7 +23,7 @@ import bisect
 import math
 import operator
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,20 +138,18 @@ class ColumnBuilder:
 
     def add(self, i: int, kind: int, num: float, exact: Any) -> None:
         self.kind[i] = kind
+        self.num[i] = num
         if kind == STRING:
             self._code[i] = self._seen.setdefault(exact, len(self._seen))
-        elif kind == NUMBER:
-            if exact is None:
-                self.num[i] = num
-            else:
-                self.big[i] = exact
+        elif kind == NUMBER and exact is not None:
+            self.big[i] = exact
 
-    def add_many(
-        self, rows: npt.NDArray[np.intp], kinds: npt.NDArray[np.int8], nums: Iterable[float]
-    ) -> None:
-        """Rows of kinds other than STRING and big numbers, as arrays."""
-        self.kind[rows] = kinds
-        self.num[rows] = np.fromiter(nums, np.float64, len(rows))
+    def add_strings(self, rows: npt.NDArray[np.intp], strings: Sequence[str]) -> None:
+        """Rows holding strings, many at once (their kind set apart)."""
+        seen = self._seen
+        self._code[rows] = np.fromiter(
+            (seen.setdefault(s, len(seen)) for s in strings), np.int64, len(strings)
+        )
 
     def done(self) -> Column:
         seen = list(self._seen)
