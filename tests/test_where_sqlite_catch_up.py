@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 
 from agentkit.kernel import Scope
-from agentkit.kernel.where import parse_where
+from agentkit.kernel.where import Where, parse_where
 from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore
+from agentkit.vector._sqlite_filter import RowFilter
+from agentkit.vector._sqlite_schema import scope_generation
 
 ACME = Scope("acme", "support")
 OTHER = Scope("globex", "support")
@@ -156,6 +158,8 @@ async def test_a_write_of_another_process_is_seen(tmp_path: Path) -> None:
             import asyncio
             from agentkit.kernel import Scope
             from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore
+from agentkit.vector._sqlite_filter import RowFilter
+from agentkit.vector._sqlite_schema import scope_generation
             async def main():
                 async with SQLiteVectorStore({str(db)!r}, embedder=HashingEmbedder(dim=32)) as s:
                     await s.upsert([Chunk("r3", "walrus", {{"s": " first", "n": 2**60 + 1}}),
@@ -230,3 +234,31 @@ async def test_a_pruned_log_rebuilds_the_columns(
             hits = await reader.search("walrus", k=20, scope=ACME, where={"s": "m"})
             assert {c.id for _, c in hits} == {f"r{i}" for i in range(10)} - {"r1"}
             assert any("rowids read" in m for m in _logged(caplog))
+
+
+async def test_a_reader_on_an_older_snapshot_sees_its_own_rows(tmp_path: Path) -> None:
+    """Two readers of one store, one still in a snapshot from before a write the other
+    has caught its columns up to: each is answered from its own snapshot's rows."""
+    db = tmp_path / "m.db"
+    bucket = ("acme", "support")
+    async with SQLiteVectorStore(db, embedder=HashingEmbedder(dim=32)) as writer:
+        await writer.upsert([Chunk(f"r{i}", "walrus", {"s": "m"}) for i in range(10)], scope=ACME)
+        old = sqlite3.connect(db, isolation_level=None)
+        new = sqlite3.connect(db, isolation_level=None)
+        tree: Where | None = parse_where({"s": "m"})
+        assert tree is not None
+        rows = RowFilter()
+        old.execute("BEGIN")
+        old_gen = scope_generation(old, bucket)
+        before, total = rows.admitted(old, bucket, old_gen, tree)
+        assert (len(before), total) == (10, 10)
+        await writer.upsert([Chunk("r0", "walrus", {"s": "a"}), Chunk("x", "w", {})], scope=ACME)
+        new_gen = scope_generation(new, bucket)
+        assert new_gen > old_gen
+        after, total = rows.admitted(new, bucket, new_gen, tree)
+        assert (len(after), total) == (9, 11)
+        again, total = rows.admitted(old, bucket, old_gen, tree)  # still the old snapshot
+        assert (again.tolist(), total) == (before.tolist(), 10)
+        old.rollback()
+        old.close()
+        new.close()
