@@ -158,8 +158,6 @@ async def test_a_write_of_another_process_is_seen(tmp_path: Path) -> None:
             import asyncio
             from agentkit.kernel import Scope
             from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore
-from agentkit.vector._sqlite_filter import RowFilter
-from agentkit.vector._sqlite_schema import scope_generation
             async def main():
                 async with SQLiteVectorStore({str(db)!r}, embedder=HashingEmbedder(dim=32)) as s:
                     await s.upsert([Chunk("r3", "walrus", {{"s": " first", "n": 2**60 + 1}}),
