@@ -208,6 +208,14 @@ async def test_catching_up_reads_only_the_changed_rows(
             caplog.clear()
             assert len(await reader.search("walrus", k=3, scope=ACME, where=where)) == 3
             assert _logged(caplog) == []  # nothing changed: nothing read
+            # A bulk write (most of the scope) is built afresh rather than parsed row by row.
+            bulk = [Chunk(f"b{i}", "walrus", {"s": "c", 'q"k': 1}) for i in range(2500)]
+            await writer.upsert(bulk, scope=ACME)
+            hits = await reader.search("walrus", k=6000, scope=ACME, where=where)
+            assert len(hits) == 3000 and not any(c.id.startswith("b") for _, c in hits)
+            logged = _logged(caplog)
+            assert any("rowids read" in m for m in logged), logged
+            assert not any("changed rows read" in m for m in logged), logged
 
 
 async def test_a_pruned_log_rebuilds_the_columns(

@@ -17,8 +17,9 @@ from each row's parsed metadata instead, a batch at a time. Numbers come back as
 JSON text and are read by Python, so a float or a 20-digit integer is the value the
 reference evaluator sees.
 
-When the log no longer reaches back (pruned, or a file without one), or the snapshot is
-older than what is held, the columns are built afresh from the rows.
+When the log no longer reaches back (pruned, or a file without one), when more than a
+quarter of the scope changed (a bulk load), or when the snapshot is older than what is
+held, the columns are built afresh from the rows.
 """
 
 from __future__ import annotations
@@ -160,10 +161,12 @@ def _caught_up(
     conn: sqlite3.Connection, bucket: tuple[str, str], held: _Held, gen: int
 ) -> _Held | None:
     """``held`` brought to ``gen`` by the rows changed since; None when the log no
-    longer reaches back to ``held.gen``."""
+    longer reaches back to ``held.gen`` or most of the scope changed."""
     assert held.gen is not None
     touched = changed_rowids(conn, bucket, held.gen)
-    if touched is None:
+    if touched is None or len(touched) > max(_BATCH, len(held.rowids) // 4):
+        # Past a quarter of the scope, building afresh (a batch at a time, by SQLite)
+        # is cheaper than parsing the changed rows, and holds less at once.
         return None
     columns = dict(held.columns)  # a column another thread adds meanwhile is left out
     if not touched:
