@@ -226,7 +226,9 @@ SCALARS = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-3, max_value=3),
-    st.sampled_from([0.0, 1.0, 1.5, -2.5, 2**53 + 1, -(2**60), 1e300]),
+    st.sampled_from(
+        [0.0, 1.0, 1.5, -2.5, 2**53 + 1, -(2**60), 1e300, 2**53, float(2**53), 10**400]
+    ),
     st.sampled_from(["", "a", "b", "ab", "é", "Z", "1"]),
 )
 STORED = st.one_of(SCALARS, st.just([1, 2]), st.just({"x": 1}), st.just(float("nan")))
@@ -235,7 +237,7 @@ RECORDS = st.lists(
 )
 ORDERED = st.one_of(
     st.integers(min_value=-3, max_value=3),
-    st.sampled_from([0.5, 2**53 + 1, -1e300]),
+    st.sampled_from([0.5, 2**53 + 1, -1e300, float(2**53), -(10**400)]),
     st.sampled_from(["", "a", "ab", "b", "é"]),
 )
 
@@ -282,3 +284,17 @@ def test_column_mask_equals_reference(records: list[dict[str, Any]], where: dict
     assert got == [tree.matches(r) for r in records], where
     again = columns.mask(tree).tolist()  # columns reused: same answer
     assert again == got
+
+
+def test_column_mask_is_exact_where_float64_rounds() -> None:
+    """Integers past 2**53 (stored or asked for) compare exactly, as Python compares
+    them: 2**53 + 1 is not 2**53, though float64 holds both as 2.0**53."""
+    edge = [2**53, float(2**53), 2**53 + 1, 2**53 + 2, -(2**53) - 1, 10**400, -(10**400), 1.5]
+    records: list[dict[str, Any]] = [{"a": v} for v in edge] + [{"a": "x"}, {}]
+    columns = WhereColumns(lambda i: records[i], len(records))
+    for operand in edge:
+        for op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"):
+            where = {"a": {op: [operand] if op in ("$in", "$nin") else operand}}
+            tree = parse_where(where)
+            assert tree is not None
+            assert columns.mask(tree).tolist() == [tree.matches(r) for r in records], where

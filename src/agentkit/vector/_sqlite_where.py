@@ -15,17 +15,9 @@ becomes SQL text.
 
 from __future__ import annotations
 
-import json
-import sqlite3
-import threading
-from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from agentkit.kernel.where import And, Field, Not, Where
-from agentkit.vector._where_columns import WhereColumns
 
 _INT64 = 2**63
 
@@ -45,7 +37,7 @@ def _node(where: Where, column: str, params: list[Any]) -> str:
     return "(" + joiner.join(_node(p, column, params) for p in where.parts) + ")"
 
 
-def _plain_key(key: str) -> bool:
+def plain_key(key: str) -> bool:
     return key.isascii() and key.isprintable() and '"' not in key and "\\" not in key
 
 
@@ -56,14 +48,14 @@ class _Access:
         self.key, self.column, self.params = key, column, params
 
     def kind(self) -> str:
-        if _plain_key(self.key):
+        if plain_key(self.key):
             self.params.append(f'$."{self.key}"')
             return f"json_type({self.column}, ?)"
         self.params.append(self.key)
         return f"(SELECT type FROM json_each({self.column}) WHERE key = ?)"
 
     def value(self) -> str:
-        if _plain_key(self.key):
+        if plain_key(self.key):
             self.params.append(f'$."{self.key}"')
             return f"json_extract({self.column}, ?)"
         self.params.append(self.key)
@@ -150,60 +142,3 @@ def _number(value: int | float) -> int | float:
     if isinstance(value, int) and not -_INT64 <= value < _INT64:
         return float(value)
     return value
-
-
-# --- filtering inside a search: columns kept per scope and generation ---------------------
-
-
-class RowFilter:
-    """For dense and word search: which rowids of a scope a filter admits, from columns
-    over the scope's metadata (read once per generation, raw JSON, parsed per key on
-    demand)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._held: dict[tuple[str, str], tuple[int, npt.NDArray[np.int64], WhereColumns]] = {}
-
-    def admitted(
-        self,
-        conn: sqlite3.Connection,
-        bucket: tuple[str, str],
-        gen: int | None,
-        where: Where,
-    ) -> tuple[npt.NDArray[np.int64], int]:
-        """The rowids ``where`` admits (ascending) among the scope's rows as ``conn``'s
-        snapshot holds them, and how many rows the scope holds."""
-        with self._lock:
-            held = self._held.get(bucket)
-        if held is not None and gen is not None and held[0] == gen:
-            _, rowids, columns = held
-        else:
-            rowids, columns = _load_rows(conn, bucket)
-            if gen is not None:
-                with self._lock:
-                    self._held[bucket] = (gen, rowids, columns)
-        return rowids[columns.mask(where)], len(rowids)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._held.clear()
-
-
-def _load_rows(
-    conn: sqlite3.Connection, bucket: tuple[str, str]
-) -> tuple[npt.NDArray[np.int64], WhereColumns]:
-    rows = conn.execute(
-        "SELECT rowid, metadata FROM chunks WHERE org = ? AND domain = ? ORDER BY rowid",
-        bucket,
-    ).fetchall()
-    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    raw: list[Any] = [r[1] for r in rows]
-
-    def row(i: int) -> Mapping[str, Any]:
-        value = raw[i]
-        if isinstance(value, str):
-            value = json.loads(value)
-            raw[i] = value
-        return value  # type: ignore[no-any-return]
-
-    return rowids, WhereColumns(row, len(rows))

@@ -81,6 +81,7 @@ from agentkit.vector._forgetting import (
 )
 from agentkit.vector._lexical_index import LexicalIndexes, Staged
 from agentkit.vector._lexical_text import query_terms
+from agentkit.vector._sqlite_filter import RowFilter
 from agentkit.vector._sqlite_schema import (
     SCHEMA,
     check_meta,
@@ -89,7 +90,7 @@ from agentkit.vector._sqlite_schema import (
     store_id,
     touch,
 )
-from agentkit.vector._sqlite_where import RowFilter, compile_sqlite
+from agentkit.vector._sqlite_where import compile_sqlite
 from agentkit.vector.port import Chunk, Embedder, check_chunks
 from agentkit.vector.stats import IndexStatus, ScopeStats, StoreStats, bytes_under, scope_of
 
