@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agentkit_langchain import AgentkitEmbeddings, LangChainVectorPort
 from agentkit_llamaindex import AgentkitEmbedding, LlamaIndexVectorPort
 from hypothesis import HealthCheck, given, settings
@@ -31,6 +32,7 @@ from agentkit.kernel import Ctx, Message, Scope
 from agentkit.kernel.errors import (
     CompositeQueryError,
     CompositeWriteError,
+    InvalidFilter,
     MemoryWriteRefused,
     ScopeViolation,
 )
@@ -484,8 +486,9 @@ async def test_bridge_scope_stamps_cannot_be_spoofed_by_where_or_metadata() -> N
             {"agentkit_org_id": "globex"},
             {"agentkit_org_id": ["acme", "globex"], "agentkit_domain_id": "support"},
         ):
-            got = await mem.query("alpha", k=10, ctx=acme, where=where)
-            tenant_ok(got, 0)
+            # Refused outright, naming the stamp: the scope comes from ctx, never a filter.
+            with pytest.raises(InvalidFilter, match="agentkit_org_id"):
+                await mem.query("alpha", k=10, ctx=acme, where=where)
         spoof = Chunk("x", f"spoofed alpha {marker(0)}", {"agentkit_org_id": "globex"})
         try:
             await port.upsert([spoof], scope=acme.scope)
