@@ -30,37 +30,25 @@ SCHEMA_VERSION = "3"
 # logged generation is unique per scope; should the counters ever restart (a file whose
 # ``generations`` table was dropped), the newer entry replaces the older rather than
 # failing the user's write (indexes stamped then are rebuilt anyway).
-TRIGGERS = """
-CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
+def _log(side: str, op: int) -> str:
+    """Bump the scope of the ``old``/``new`` row and log that row under its new generation."""
+    return f"""
+    INSERT INTO generations(org, domain, gen) VALUES ({side}.org, {side}.domain, 1)
         ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
     INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
-        SELECT org, domain, gen, new.rowid, 1 FROM generations
-        WHERE org = new.org AND domain = new.domain;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
-        SELECT org, domain, gen, old.rowid, 0 FROM generations
-        WHERE org = old.org AND domain = old.domain;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_gen_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO generations(org, domain, gen) VALUES (old.org, old.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
-        SELECT org, domain, gen, old.rowid, 0 FROM generations
-        WHERE org = old.org AND domain = old.domain;
-    INSERT INTO generations(org, domain, gen) VALUES (new.org, new.domain, 1)
-        ON CONFLICT (org, domain) DO UPDATE SET gen = gen + 1;
-    INSERT OR REPLACE INTO changes(org, domain, gen, chunk_rowid, op)
-        SELECT org, domain, gen, new.rowid, 1 FROM generations
-        WHERE org = new.org AND domain = new.domain;
-    UPDATE file_generation SET gen = gen + 1;
-END;
-"""
+        SELECT org, domain, gen, {side}.rowid, {op} FROM generations
+        WHERE org = {side}.org AND domain = {side}.domain;"""
+
+
+_BUMP_FILE = "\n    UPDATE file_generation SET gen = gen + 1;\nEND;\n"
+TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS chunks_gen_ai AFTER INSERT ON chunks BEGIN"
+    + _log("new", 1) + _BUMP_FILE
+    + "CREATE TRIGGER IF NOT EXISTS chunks_gen_ad AFTER DELETE ON chunks BEGIN"
+    + _log("old", 0) + _BUMP_FILE
+    + "CREATE TRIGGER IF NOT EXISTS chunks_gen_au AFTER UPDATE ON chunks BEGIN"
+    + _log("old", 0) + _log("new", 1) + _BUMP_FILE
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
