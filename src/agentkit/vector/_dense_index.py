@@ -44,6 +44,7 @@ import numpy.typing as npt
 from agentkit.vector._derived import (
     DerivedRoot,
     Progress,
+    ScopeStates,
     changed_rowids,
     rows_of,
     scope_rows,
@@ -226,8 +227,7 @@ class DenseIndexes:
             root, store_id, writable=writable, format={"dense": FORMAT, "dim": dim}
         )
         self.progress = progress
-        self._lock = threading.Lock()
-        self._scopes: dict[tuple[str, str], _Scope] = {}
+        self._scopes = ScopeStates(_Scope)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -522,11 +522,7 @@ class DenseIndexes:
         return opened
 
     def _scope(self, bucket: tuple[str, str]) -> _Scope:
-        with self._lock:
-            scope = self._scopes.get(bucket)
-            if scope is None:
-                scope = self._scopes[bucket] = _Scope()
-            return scope
+        return self._scopes.get(bucket)
 
 
 # -- search --------------------------------------------------------------------------

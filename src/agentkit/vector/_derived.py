@@ -36,9 +36,10 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 STAMP = "agentkit-generation.json"
 _BATCH = 2_000
@@ -292,3 +293,23 @@ def prune_log(conn: sqlite3.Connection, bucket: tuple[str, str], through: int | 
         )
     except sqlite3.OperationalError:  # a file without the log
         return
+
+
+_State = TypeVar("_State")
+
+
+class ScopeStates(Generic[_State]):
+    """What one derived index keeps per scope in this process (its lock, the base it
+    mapped, its catch-up point), made on first use and shared by the threads asking."""
+
+    def __init__(self, make: Callable[[], _State]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._states: dict[tuple[str, str], _State] = {}
+
+    def get(self, bucket: tuple[str, str]) -> _State:
+        with self._lock:
+            state = self._states.get(bucket)
+            if state is None:
+                state = self._states[bucket] = self._make()
+            return state

@@ -42,6 +42,7 @@ import tantivy
 from agentkit.vector._derived import (
     DerivedRoot,
     Progress,
+    ScopeStates,
     changed_rowids,
     rows_of,
     scope_dir_name,
@@ -105,8 +106,7 @@ class LexicalIndexes:
         )
         self.writable = self._files.writable
         self.progress = progress
-        self._lock = threading.Lock()
-        self._scopes: dict[tuple[str, str], _Scope] = {}
+        self._scopes = ScopeStates(_Scope)
 
     def folded(self, bucket: tuple[str, str]) -> int | None:
         """The generation the scope's index on disk reflects (None: none to trust); the
@@ -404,11 +404,7 @@ class LexicalIndexes:
     # -- files ---------------------------------------------------------------------
 
     def _scope(self, bucket: tuple[str, str]) -> _Scope:
-        with self._lock:
-            scope = self._scopes.get(bucket)
-            if scope is None:
-                scope = self._scopes[bucket] = _Scope()
-            return scope
+        return self._scopes.get(bucket)
 
 
 class _RolledBack(Exception):
