@@ -10,8 +10,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from agentkit.cli import _ingest, _progress
@@ -85,6 +88,36 @@ async def test_one_big_write_draws_frames_while_it_embeds(
     with sqlite3.connect(tmp_path / "m.db") as conn:
         recorded = dict(conn.execute("SELECT key, value FROM meta").fetchall())["embedder"]
     assert recorded == embedder_name(embedder)  # metering never changes what is recorded
+
+
+class _Recording(HashingEmbedder):
+    """A real embedder that remembers the texts of each call it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls.append(list(texts))
+        return await super().embed(texts)
+
+
+async def test_metered_slices_group_like_lengths_and_keep_each_texts_vector(
+    tmp_path: Path,
+) -> None:
+    # Lengths interleaved, as chunks of many documents arrive: slicing in arrival order
+    # would give every call a long text to pad to.
+    texts = [("word " * (300 if i % 2 else 3)) + str(i) for i in range(5 * SLICE)]
+    inner = _Recording()
+    async with SQLiteVectorStore(tmp_path / "m.db", embedder=inner, create=True) as store:
+        with metered(store, lambda n: None):
+            got = await store.embedder.embed(texts)
+    assert np.array_equal(got, await HashingEmbedder().embed(texts))  # row i is text i's
+    assert sorted(t for call in inner.calls for t in call) == sorted(texts)
+    assert all(len(call) <= SLICE for call in inner.calls)
+    # every call holds only long or only short texts, bar the one straddling the two
+    mixed = [c for c in inner.calls if len({len(t) > 100 for t in c}) > 1]
+    assert len(mixed) <= 1, [len(c) for c in mixed]
 
 
 async def test_a_lexical_index_rebuild_draws_its_bar(tmp_path: Path) -> None:

@@ -144,12 +144,15 @@ class _Metered:
             out: npt.NDArray[np.float32] = await self._inner.embed(batch)
             self._on_embedded(len(batch))
             return out
-        parts = []
-        for start in range(0, len(batch), SLICE):
-            part = batch[start : start + SLICE]
-            parts.append(np.asarray(await self._inner.embed(part), dtype=np.float32))
-            self._on_embedded(len(part))
-        return np.concatenate(parts)
+        # Slices of texts of like length: an embedder pads each call to its longest text,
+        # so slicing in arrival order would pay for padding the whole-write order avoids.
+        order = sorted(range(len(batch)), key=lambda i: -len(batch[i]))
+        out = np.empty((len(batch), self.dim), dtype=np.float32)
+        for start in range(0, len(order), SLICE):
+            rows = order[start : start + SLICE]
+            out[rows] = await self._inner.embed([batch[i] for i in rows])
+            self._on_embedded(len(rows))
+        return out
 
 
 @contextlib.contextmanager
