@@ -173,7 +173,15 @@ def _session(path: Path, manifest: dict[str, Any], precision: str) -> Any:
     # 6 ms to 20-55 ms, for no gain in ingest rate (bench/RESULTS.md, issue 27).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            str(path),
+            options,
+            providers=["CPUExecutionProvider"],
+            # onnxruntime's fused SkipLayerNormalization ran slower on CPU than the Add
+            # and LayerNormalization it replaces: int8 ingest +8-13% without it
+            # (bench/RESULTS.md). The int8 vectors this makes are what int8.3 names.
+            disabled_optimizers=["SkipLayerNormFusion"],
+        )
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _fail(path, f"cannot be loaded ({first[:160]})") from None
