@@ -12,11 +12,12 @@ DIR is a BEIR folder (default ``../shared/data/scifact``), read in place.
    SQLite store, per engine: sentence-transformers (torch), ONNX fp32, ONNX int8 (the
    default). Target: int8 >= 3x sentence-transformers' docs/s.
    The floor beside it: the same texts through each engine's own call alone (a bare
-   ``onnxruntime.InferenceSession.run`` on pre-tokenised batches, sorted by length;
-   ``SentenceTransformer.encode``), truncated at 256 tokens (what both engines do) and at
-   128 (what the model's shipped ``tokenizer.json`` says). The 3x line is restated
-   against that floor in RESULTS.md: the default embedder's ingest >= 0.9x onnxruntime's
-   own int8 session at 256 tokens.
+   ``onnxruntime.InferenceSession.run`` on pre-tokenised batches sorted by length, with
+   the embedder's session and with onnxruntime's default options;
+   ``SentenceTransformer.encode``), cut at 256 tokens (what both engines do) and at 128
+   (what the model's shipped ``tokenizer.json`` says). The 3x line is restated against
+   that floor in RESULTS.md: the default embedder's ingest >= 0.85x its own onnxruntime
+   session's run() alone at 256 tokens (tokenising, the store and its indexes: <= 15%).
 3. Warm query encode: one short text per call, ``--queries`` SciFact claims. Target:
    int8 p50 <= 3 ms (on an idle machine).
 4. The whole corpus in a store built by ``agentkit-memory ingest`` with the default
@@ -127,14 +128,15 @@ def _ingest_texts(corpus: Path, n: int) -> list[str]:
     return [c.text for _, chunks in ready.texts.values() for c in chunks]
 
 
-def session_rate(texts: list[str], max_length: int, rounds: int = 2) -> float:
-    """docs/s of onnxruntime's own ``InferenceSession.run`` with the int8 graph (default
-    session options) over ``texts`` tokenised beforehand, cut at ``max_length``, sorted
-    by length and padded per batch of 32: the SDK's cost alone, best of ``rounds``."""
+def session_rate(texts: list[str], max_length: int, tuned: bool, rounds: int = 2) -> float:
+    """docs/s of onnxruntime's own ``InferenceSession.run`` with the int8 graph over
+    ``texts`` tokenised beforehand, cut at ``max_length``, sorted by length and padded per
+    batch of 32: the SDK's cost alone, best of ``rounds``. ``tuned``: the session the
+    default embedder runs (its options); else onnxruntime's default options."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    from agentkit.vector.onnx_embedder import model_dir
+    from agentkit.vector.onnx_embedder import OnnxEmbedder, model_dir
 
     folder = model_dir()
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -151,7 +153,12 @@ def session_rate(texts: list[str], max_length: int, rounds: int = 2) -> float:
             batch[r, : len(row)] = row
             mask[r, : len(row)] = 1
         batches.append({"input_ids": batch, "attention_mask": mask})
-    session = ort.InferenceSession(str(folder / "int8.onnx"), providers=["CPUExecutionProvider"])
+    if tuned:  # the embedder's own session object, to time its run() alone
+        session = OnnxEmbedder("int8")._session
+    else:
+        session = ort.InferenceSession(
+            str(folder / "int8.onnx"), providers=["CPUExecutionProvider"]
+        )
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
@@ -181,7 +188,8 @@ def floors(texts: list[str], with_st: bool) -> dict[tuple[str, int], float]:
     """Each engine's own call on ``texts`` at 256 and 128 tokens, alternating engines."""
     out: dict[tuple[str, int], float] = {}
     for length in (256, 128):
-        out[("onnxruntime int8 session", length)] = session_rate(texts, length)
+        out[("onnxruntime int8 session", length)] = session_rate(texts, length, tuned=True)
+        out[("onnxruntime int8, default options", length)] = session_rate(texts, length, False)
         if with_st:
             out[("sentence-transformers encode", length)] = st_rate(texts, length)
     return out
@@ -331,7 +339,7 @@ def main() -> None:
         )
         for engine in dict.fromkeys(name for name, _ in floor):
             print(f"| {engine} | {floor[(engine, 256)]:.1f} | {floor[(engine, 128)]:.1f} |")
-            key = engine.split()[0].replace("-", "_")
+            key = "_".join(engine.replace(",", "").split()[:3]).replace("-", "_")
             for length in (256, 128):
                 print(
                     f"RESULT embedder_floor_{key}_{length}_docs_per_s={floor[(engine, length)]:.2f}"
@@ -340,7 +348,7 @@ def main() -> None:
         vs_floor = rates["onnx_int8"] / ort256
         print(
             f"default embedder's ingest vs onnxruntime's own int8 session at 256 tokens: "
-            f"{vs_floor:.2f}x (restated line: >= 0.9x)"
+            f"{vs_floor:.2f}x (restated line: >= 0.85x)"
         )
         print(f"RESULT embedder_int8_ingest_vs_session_floor={vs_floor:.3f}")
         if "st" in rates:
