@@ -168,9 +168,7 @@ def _model_files(work: Path) -> dict[str, bytes]:
     smoothed = work / "smoothed.onnx"
     onnx.save_model(smoothing.smooth(model, maxima, skip=KEEP_FLOAT), str(smoothed))
     keep = [
-        n.name
-        for n in model.graph.node
-        if n.op_type == "MatMul" and set(n.input) & set(KEEP_FLOAT)
+        n.name for n in model.graph.node if n.op_type == "MatMul" and set(n.input) & set(KEEP_FLOAT)
     ]
     quantize_dynamic(
         smoothed,
