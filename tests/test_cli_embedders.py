@@ -174,7 +174,7 @@ def test_mixing_is_refused_in_one_line_and_the_store_is_unchanged(tmp_path: Path
 
 class _OldInt8:
     """Records what an older agentkit-minilm-onnx's int8 model recorded; its vectors were
-    int8 ones near these (cosine 0.997-0.998), which is why they must not share a store."""
+    int8 ones near these (cosine 0.995-0.998), which is why they must not share a store."""
 
     model_name = DEFAULT_MODEL
     engine = "onnxruntime"

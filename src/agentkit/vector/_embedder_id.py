@@ -16,7 +16,7 @@ the 0.999 a store needs, so it is a space of its own. Mixing two spaces is refus
 A rebuilt model whose vectors move records a new precision label: the int8 model of
 agentkit-minilm-onnx 0.2 (fused attention, first FFN output in float) agrees with 0.1's
 int8 only to cosine 0.998 mean, so it recorded ``int8.2``; 0.3's (smoothed activations,
-float16 word table) moves again (cosine ~0.997 to 0.2's) and records ``int8.3``. A store
+float16 word table) moves again (cosine 0.995 to 0.2's) and records ``int8.3``. A store
 of an older label (``OLD_ONNX_INT8``) is never extended with today's.
 """
 
