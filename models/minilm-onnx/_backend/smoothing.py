@@ -62,7 +62,7 @@ def channel_maxima(
     model: onnx.ModelProto, work: Path, tokenizer_json: bytes, texts: list[str]
 ) -> dict[str, np.ndarray[Any, Any]]:
     """``{activation name: max |value| per channel}`` over the real tokens of ``texts``."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # type: ignore[import-untyped,unused-ignore]
     from tokenizers import Tokenizer
 
     probe = onnx.ModelProto()
