@@ -27,7 +27,7 @@ from agentkit.vector._embedder_id import DEFAULT_MODEL, embedder_name, parse, sa
 from agentkit.vector.onnx_embedder import model_dir
 
 NOTES = Path(__file__).parent / "fixtures" / "notes"
-INT8 = f"{DEFAULT_MODEL} (onnxruntime int8.2)"
+INT8 = f"{DEFAULT_MODEL} (onnxruntime int8.3)"
 OLD_INT8 = f"{DEFAULT_MODEL} (onnxruntime int8)"  # agentkit-minilm-onnx 0.1's int8
 FP32 = f"{DEFAULT_MODEL} (onnxruntime fp32)"
 
@@ -67,8 +67,9 @@ def vectors(db: Path) -> dict[str, bytes]:
 def test_the_rule_for_sharing_a_store() -> None:
     legacy = DEFAULT_MODEL  # what every store written before engines were recorded says
     st = f"{DEFAULT_MODEL} (sentence-transformers fp32)"
-    assert parse(INT8) == (DEFAULT_MODEL, "onnxruntime", "int8.2")
+    assert parse(INT8) == (DEFAULT_MODEL, "onnxruntime", "int8.3")
     assert not same_vectors(INT8, OLD_INT8) and not same_vectors(OLD_INT8, FP32)
+    assert not same_vectors(INT8, f"{DEFAULT_MODEL} (onnxruntime int8.2)")  # 0.2's
     assert parse(legacy) == (DEFAULT_MODEL, None, "fp32")
     assert same_vectors(legacy, FP32) and same_vectors(st, FP32) and same_vectors(legacy, st)
     assert not same_vectors(INT8, FP32) and not same_vectors(INT8, legacy)
@@ -172,14 +173,14 @@ def test_mixing_is_refused_in_one_line_and_the_store_is_unchanged(tmp_path: Path
 
 
 class _OldInt8:
-    """Records what agentkit-minilm-onnx 0.1's int8 model recorded; its vectors were int8
-    ones near these (cosine 0.998), which is why they must not share a store."""
+    """Records what an older agentkit-minilm-onnx's int8 model recorded; its vectors were
+    int8 ones near these (cosine 0.995-0.998), which is why they must not share a store."""
 
     model_name = DEFAULT_MODEL
     engine = "onnxruntime"
-    precision = "int8"
 
-    def __init__(self) -> None:
+    def __init__(self, precision: str) -> None:
+        self.precision = precision
         self._inner = OnnxEmbedder()
         self.dim = self._inner.dim
 
@@ -187,24 +188,28 @@ class _OldInt8:
         return await self._inner.embed(texts)
 
 
-def test_a_store_of_the_old_int8_model_is_refused_and_unchanged(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("label", "release"), [("int8", "0.1"), ("int8.2", "0.2")])
+def test_a_store_of_an_old_int8_model_is_refused_and_unchanged(
+    tmp_path: Path, label: str, release: str
+) -> None:
     db = tmp_path / "old-int8.db"
+    recorded = f"{DEFAULT_MODEL} (onnxruntime {label})"
     chunks = [Chunk(f"old-{p.stem}", p.read_text(), {"path": f"old/{p.name}"})
               for p in sorted(NOTES.iterdir())]
 
     async def write() -> None:
-        async with SQLiteVectorStore(db, embedder=_OldInt8(), create=True) as store:
+        async with SQLiteVectorStore(db, embedder=_OldInt8(label), create=True) as store:
             await store.upsert(chunks, scope=Scope())
 
     asyncio.run(write())
-    assert meta(db)["embedder"] == OLD_INT8
+    assert meta(db)["embedder"] == recorded
     before = db.read_bytes()
     shutil.copytree(NOTES, tmp_path / "more")
     for flags in ([], ["--embedder", "onnx"], ["--embedder", "onnx:int8"]):
         line = one_line(cli("--store", str(db), "ingest", "more", *flags, cwd=tmp_path))
-        assert OLD_INT8 in line and "re-embed" in line and "--lexical" in line, line
+        assert recorded in line and "re-embed" in line and "--lexical" in line, line
     line = one_line(cli("--store", str(db), "query", "tomatoes", "--dense", cwd=tmp_path))
-    assert "agentkit-minilm-onnx 0.1" in line
+    assert f"agentkit-minilm-onnx {release}," in line
     assert db.read_bytes() == before
     lexical = cli("--store", str(db), "query", "tomatoes need sunlight", "--lexical", "-k", "1",
                   cwd=tmp_path)

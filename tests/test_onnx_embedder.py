@@ -75,8 +75,8 @@ def test_int8_is_close_to_fp32_but_its_own_vector_space(
     # Below the 0.999 a shared store needs: why the two are never mixed.
     short = (fp32.embed_sync(ODD) * int8.embed_sync(ODD)).sum(axis=1)
     assert short.min() < 0.999
-    # The label names the build of int8's vectors (agentkit-minilm-onnx 0.2's: "int8.2").
-    assert embedder_name(int8) == "sentence-transformers/all-MiniLM-L6-v2 (onnxruntime int8.2)"
+    # The label names the build of int8's vectors (agentkit-minilm-onnx 0.3's: "int8.3").
+    assert embedder_name(int8) == "sentence-transformers/all-MiniLM-L6-v2 (onnxruntime int8.3)"
     assert embedder_name(fp32) == "sentence-transformers/all-MiniLM-L6-v2 (onnxruntime fp32)"
 
 
@@ -177,22 +177,24 @@ def test_a_missing_truncated_or_foreign_model_file_is_one_line(tmp_path: Path) -
     assert "is missing" in _one_line(exc, folder / "tokenizer.json")
 
 
-def test_an_older_builds_int8_file_is_refused_not_mixed(tmp_path: Path) -> None:
-    """A stale model install (agentkit-minilm-onnx 0.1, whose int8 vectors differ) must
-    not record its vectors under the new label: it is refused in one line, with the
+@pytest.mark.parametrize("old_label", ["int8", "int8.2"])  # agentkit-minilm-onnx 0.1, 0.2
+def test_an_older_builds_int8_file_is_refused_not_mixed(tmp_path: Path, old_label: str) -> None:
+    """A stale model install (an older agentkit-minilm-onnx, whose int8 vectors differ)
+    must not record its vectors under the new label: it is refused in one line, with the
     command that rebuilds it."""
     onnx = pytest.importorskip("onnx")
     folder = _copy_model(tmp_path)
     int8_file = folder / "int8.onnx"
     model = onnx.load_model(str(int8_file), load_external_data=False)
     props = {p.key: p.value for p in model.metadata_props}
-    assert props["agentkit.precision"] == "int8.2"
-    onnx.helper.set_model_props(model, {**props, "agentkit.precision": "int8"})
+    assert props["agentkit.precision"] == "int8.3"
+    onnx.helper.set_model_props(model, {**props, "agentkit.precision": old_label})
     onnx.save_model(model, str(int8_file))
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["files"]["int8.onnx"]["size"] = int8_file.stat().st_size
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(StoreError) as exc:
         OnnxEmbedder(path=folder)
-    assert "it says 'sentence-transformers/all-MiniLM-L6-v2' 'int8'" in _one_line(exc, int8_file)
+    said = f"it says 'sentence-transformers/all-MiniLM-L6-v2' '{old_label}'"
+    assert said in _one_line(exc, int8_file)
     assert OnnxEmbedder("fp32", path=folder).precision == "fp32"  # fp32 did not move

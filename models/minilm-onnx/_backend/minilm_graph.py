@@ -29,6 +29,7 @@ LAYERS = 6
 EPS = 1e-12
 OPSET = 18  # LayerNormalization from 17; reduce ops take axes as an input from 18
 CONTRIB = "com.microsoft"  # onnxruntime's own operators (Attention)
+FLOAT = TensorProto.FLOAT
 
 _DTYPES = {"F32": np.float32, "I64": np.int64, "F16": np.float16}
 
@@ -75,7 +76,11 @@ def build(weights: dict[str, np.ndarray[Any, Any]]) -> onnx.ModelProto:
     ids, mask = "input_ids", "attention_mask"
 
     # Embeddings: word + position + token type 0 (every input is one segment), LayerNorm.
-    word = g.op("Gather", [g.const("word_embeddings", w["embeddings.word_embeddings.weight"]), ids])
+    # The word table (30522 x 384, most of the package's bytes) is stored in float16 and
+    # widened after the lookup: half the size, and the fp32 vectors stay
+    # sentence-transformers' (cosine >= 0.999999).
+    table = w["embeddings.word_embeddings.weight"].astype(np.float16)
+    word = g.op("Cast", [g.op("Gather", [g.const("word_embeddings", table), ids])], to=FLOAT)
     pos_table = (
         w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0]
     )

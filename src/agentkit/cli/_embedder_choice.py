@@ -149,8 +149,9 @@ def from_record(recorded: tuple[str, int]) -> Choice:
     if engine in (None, _ST) and precision == FULL_PRECISION:
         return Choice(_ST, model=model)
     made_by = (
-        " (the int8 model of agentkit-minilm-onnx 0.1, whose vectors this one's differ from)"
-        if model == DEFAULT_MODEL and engine == _ONNX and precision == OLD_ONNX_INT8
+        f" (the int8 model of agentkit-minilm-onnx {OLD_ONNX_INT8[precision]}, whose vectors "
+        "this one's differ from)"
+        if model == DEFAULT_MODEL and engine == _ONNX and precision in OLD_ONNX_INT8
         else ""
     )
     raise StoreError(

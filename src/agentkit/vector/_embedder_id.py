@@ -15,8 +15,9 @@ the 0.999 a store needs, so it is a space of its own. Mixing two spaces is refus
 
 A rebuilt model whose vectors move records a new precision label: the int8 model of
 agentkit-minilm-onnx 0.2 (fused attention, first FFN output in float) agrees with 0.1's
-int8 only to cosine 0.998 mean, so it records ``int8.2`` and a store of 0.1's (``int8``)
-is never extended with it.
+int8 only to cosine 0.998 mean, so it recorded ``int8.2``; 0.3's (smoothed activations,
+float16 word table) moves again (cosine 0.995 to 0.2's) and records ``int8.3``. A store
+of an older label (``OLD_ONNX_INT8``) is never extended with today's.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ FULL_PRECISION = "fp32"
 #: The end of every refusal to mix two vector spaces in one store.
 MIX_HINT = "Open it with the embedder it records, or re-embed into a new store."
 #: The label a store records for each precision of the bundled ONNX model (see above).
-ONNX_RECORDED = {"int8": "int8.2", "fp32": FULL_PRECISION}
-#: What the int8 model of agentkit-minilm-onnx 0.1 recorded; this install cannot make it.
-OLD_ONNX_INT8 = "int8"
+ONNX_RECORDED = {"int8": "int8.3", "fp32": FULL_PRECISION}
+#: What the int8 models of older agentkit-minilm-onnx releases recorded, by release; this
+#: install cannot make their vectors.
+OLD_ONNX_INT8 = {"int8": "0.1", "int8.2": "0.2"}
 _RECORD = re.compile(r"^(?P<model>.+) \((?P<engine>[A-Za-z0-9_.-]+) (?P<precision>[\w.]+)\)$")
 
 

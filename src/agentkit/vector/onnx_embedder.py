@@ -58,7 +58,7 @@ class OnnxEmbedder:
     the embedder is made, in one line naming the file and how to rebuild it, before
     anything is written. ``model_name``, ``engine`` and ``precision`` are what a durable
     store records; ``precision`` is the label of the vectors' build: ``"fp32"``, or
-    ``"int8.2"`` for int8 (``_embedder_id.ONNX_RECORDED``).
+    ``"int8.3"`` for int8 (``_embedder_id.ONNX_RECORDED``).
 
     Args:
         precision: ``"int8"`` (default, fastest) or ``"fp32"`` (sentence-transformers'
@@ -93,7 +93,7 @@ class OnnxEmbedder:
             raise InvalidArgument(f"batch_size must be >= 1, got {batch_size}")
         self.model_name = DEFAULT_MODEL
         self._asked = precision
-        # What a store records: int8's label names the build of its vectors ("int8.2").
+        # What a store records: int8's label names the build of its vectors ("int8.3").
         self.precision = ONNX_RECORDED[precision]
         self.batch_size = batch_size
         folder = Path(path) if path is not None else model_dir()

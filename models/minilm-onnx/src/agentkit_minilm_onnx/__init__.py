@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 __all__ = ["MODEL_DIR", "REBUILD_HINT", "__version__"]
 
 #: Holds fp32.onnx, int8.onnx, tokenizer.json and manifest.json.
