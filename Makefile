@@ -22,7 +22,7 @@ TPKGS  := --find-links $(WHEELS) -e ".[embeddings,st,postgres]" -e bridges/langc
           --group test --group bench --group docs \
           --group bridges/langchain/pyproject.toml:test --group bridges/llamaindex/pyproject.toml:test
 DEPS   := pyproject.toml bridges/langchain/pyproject.toml bridges/llamaindex/pyproject.toml
-MODEL_SRC := $(MODEL)/pyproject.toml $(wildcard $(MODEL)/_backend/*.py $(MODEL)/src/agentkit_minilm_onnx/*)
+MODEL_SRC := $(MODEL)/pyproject.toml $(wildcard $(MODEL)/_backend/*.py $(MODEL)/_backend/*.txt $(MODEL)/src/agentkit_minilm_onnx/*)
 
 .PHONY: demo test bench lint docs release-check clean
 
