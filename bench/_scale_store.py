@@ -66,14 +66,26 @@ class _Peaks:
         self._thread.join()
 
 
-async def load(path: Path, texts: Any, vectors: npt.NDArray[np.float32]) -> float:
-    """Records per second into a fresh store, the dense index included."""
+def loading(path: Path) -> Path:
+    """The file a load writes before it becomes ``path``, left over files of an
+    interrupted load removed; ``publish`` renames it and its side files into place."""
     tmp = path.with_name(path.name + ".loading")
     for leftover in tmp.parent.glob(tmp.name + "*"):
         if leftover.is_dir():
             shutil.rmtree(leftover)
         else:
             leftover.unlink()
+    return tmp
+
+
+def publish(tmp: Path, path: Path) -> None:
+    for side in tmp.parent.glob(tmp.name + "*"):
+        side.rename(side.with_name(side.name.replace(tmp.name, path.name, 1)))
+
+
+async def load(path: Path, texts: Any, vectors: npt.NDArray[np.float32]) -> float:
+    """Records per second into a fresh store, the dense index included."""
+    tmp = loading(path)
     n, dim = vectors.shape
     peaks = _Peaks(tmp.with_name(tmp.name + "-wal"))
     start = time.perf_counter()
@@ -99,8 +111,7 @@ async def load(path: Path, texts: Any, vectors: npt.NDArray[np.float32]) -> floa
         f"largest WAL {peaks.wal_mb:,.0f} MB",
         file=sys.stderr,
     )
-    for side in tmp.parent.glob(tmp.name + "*"):
-        side.rename(side.with_name(side.name.replace(tmp.name, path.name, 1)))
+    publish(tmp, path)
     return rate
 
 

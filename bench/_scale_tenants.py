@@ -12,7 +12,6 @@ measured beside each tenant's (paired, order alternating), so both see the same 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from _scale_store import BATCH, cold
+from _scale_store import BATCH, cold, loading, publish
 
 from agentkit.kernel import Scope
 from agentkit.vector import Chunk, HashingEmbedder, SQLiteVectorStore
@@ -36,12 +35,7 @@ async def load(
     path: Path, tenants: int, size: int, texts: Iterator[str], vectors: npt.NDArray[np.float32]
 ) -> float:
     """Records per second into a fresh file, tenant after tenant."""
-    tmp = path.with_name(path.name + ".loading")
-    for leftover in tmp.parent.glob(tmp.name + "*"):
-        if leftover.is_dir():
-            shutil.rmtree(leftover)
-        else:
-            leftover.unlink()
+    tmp = loading(path)
     dim = int(vectors.shape[1])
     start = time.perf_counter()
     async with SQLiteVectorStore(tmp, embedder=HashingEmbedder(dim=dim)) as store:
@@ -53,8 +47,7 @@ async def load(
             if t % 10 == 0:
                 print(f"  loaded tenant {t + 1}/{tenants}", file=sys.stderr, flush=True)
     rate = tenants * size / (time.perf_counter() - start)
-    for side in tmp.parent.glob(tmp.name + "*"):
-        side.rename(side.with_name(side.name.replace(tmp.name, path.name, 1)))
+    publish(tmp, path)
     return rate
 
 
